@@ -1,0 +1,44 @@
+"""synclog: row-level sync logs, written back into the warehouse of the people whose data was synced."""
+
+from synclog.capabilities import Capabilities, Casefold
+from synclog.config import Config
+from synclog.errors import ConfigError, InputError, SynclogError, TargetError
+from synclog.model import (
+    Behaviour,
+    Connection,
+    DestinationObject,
+    InputStatus,
+    Operation,
+    RecordStatus,
+    Run,
+    RunStatus,
+    SourceObject,
+)
+from synclog.plugins.hookspecs import hookimpl
+from synclog.targets.base import Target, TargetSettings, TargetType
+from synclog.writer import SyncLog, WriteResult
+
+__all__ = [
+    "Behaviour",
+    "Capabilities",
+    "Casefold",
+    "Config",
+    "ConfigError",
+    "Connection",
+    "DestinationObject",
+    "InputError",
+    "InputStatus",
+    "Operation",
+    "RecordStatus",
+    "Run",
+    "RunStatus",
+    "SourceObject",
+    "SyncLog",
+    "SynclogError",
+    "Target",
+    "TargetError",
+    "TargetSettings",
+    "TargetType",
+    "WriteResult",
+    "hookimpl",
+]

@@ -1,0 +1,100 @@
+"""Turn validated record results into the canonical log frame every layout is built from."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from synclog import checks
+from synclog.model import Run
+from synclog.records import VIOLATION, violation
+
+CANONICAL_COLUMNS = (
+    "log_id",
+    "sync_id",
+    "sync_run_id",
+    "record_identifier",
+    "operation",
+    "status",
+    "status_message",
+    "record_payload",
+    "fields",
+    "split_group",
+    "batch_number",
+    "batch_started_at",
+    "batch_completed_at",
+    "logged_at",
+)
+
+
+def canonical_frame(run: Run, records: DataFrame, logged_at: datetime) -> DataFrame:
+    """The canonical frame for `records` of `run`, plus the `VIOLATION` column.
+
+    Columns were checked already (`records.check_columns`); values are checked here, in
+    the same pass that computes everything else, so a bad frame costs one Spark job.
+    """
+    fields = records["fields"] if "fields" in records.columns else records["record_payload"]
+    split = records["split_group"] if "split_group" in records.columns else F.lit(None)
+    shaped = records.select(
+        F.col("record_identifier").cast("string").alias("record_identifier"),
+        "operation",
+        "status",
+        "status_message",
+        _json_text(records, "record_payload").alias("record_payload"),
+        _json_text(records, "fields", fields).alias("fields"),
+        split.cast("string").alias("split_group"),
+        F.col("batch_number").cast("int").alias("batch_number"),
+        F.col("batch_started_at").cast("timestamp").alias("batch_started_at"),
+        F.col("batch_completed_at").cast("timestamp").alias("batch_completed_at"),
+        violation(records).alias(VIOLATION),
+    )
+    counted = shaped.withColumn("_identifier_count", checks.identifier_count())
+    occurrence = F.row_number().over(
+        Window.partitionBy("record_identifier", "batch_number").orderBy(
+            "operation", "status", "record_payload", "status_message"
+        )
+    )
+    return counted.select(
+        _log_id(run, occurrence).alias("log_id"),
+        F.lit(run.sync_id).cast("bigint").alias("sync_id"),
+        F.lit(run.sync_run_id).cast("bigint").alias("sync_run_id"),
+        "record_identifier",
+        "operation",
+        checks.checked_status("_identifier_count").alias("status"),
+        checks.checked_message("_identifier_count").alias("status_message"),
+        "record_payload",
+        "fields",
+        "split_group",
+        "batch_number",
+        "batch_started_at",
+        "batch_completed_at",
+        F.lit(logged_at).cast("timestamp").alias("logged_at"),
+        VIOLATION,
+    )
+
+
+def _json_text(records: DataFrame, name: str, column: Column | None = None) -> Column:
+    """JSON text for a payload given as text (kept as is), a struct or a map."""
+    column = records[name] if column is None else column
+    source = name if name in records.columns else "record_payload"
+    if isinstance(records.schema[source].dataType, T.StringType):
+        return column
+    return F.to_json(column)
+
+
+def _log_id(run: Run, occurrence: Column) -> Column:
+    """A deterministic id: the same record of the same batch gets the same id on replay."""
+    return F.sha2(
+        F.concat_ws(
+            "\x1f",
+            F.lit(str(run.sync_id)),
+            F.lit(str(run.sync_run_id)),
+            F.col("batch_number").cast("string"),
+            F.coalesce(F.col("record_identifier"), F.lit("\x00")),
+            occurrence.cast("string"),
+        ),
+        256,
+    ).substr(1, 32)

@@ -1,0 +1,172 @@
+"""`synclog.toml`: named targets and per-sync settings (layouts, tables, retention).
+
+[targets.default]
+url = "postgresql://synclog@db.internal:5432/analytics"
+password_env = "SYNCLOG_PG_PASSWORD"     # secrets come from the environment
+schemas = { census = "census" }
+
+[defaults]
+layouts = ["census"]
+retention_days = 7
+
+[syncs.1234]
+retention_days = 30
+tables = { sync_log = { retention_days = 90 } }
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from synclog.errors import ConfigError
+from synclog.targets.base import TargetSettings
+from synclog.urls import TargetURL
+
+DEFAULT_TARGET = "duckdb:///synclog.duckdb"
+DEFAULT_RETENTION_DAYS = 7
+CONFIG_FILE = "synclog.toml"
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """Per-table switches: whether it is written, and its own retention."""
+
+    enabled: bool = True
+    retention_days: int | None = None
+
+
+@dataclass(frozen=True)
+class SyncSettings:
+    """What is written for a sync, and how long it is kept."""
+
+    layouts: tuple[str, ...] = ("census",)
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    tables: Mapping[str, TableSettings] = field(default_factory=dict)
+
+    def table(self, name: str) -> TableSettings:
+        """Settings of the table `name` (its public name, e.g. `sync_log`)."""
+        return self.tables.get(name, TableSettings())
+
+    def retention_for(self, name: str) -> int:
+        """Days rows of table `name` are kept for this sync."""
+        days = self.table(name).retention_days
+        return self.retention_days if days is None else days
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """A named target: its URL, where its password comes from, and its settings."""
+
+    url: str
+    password_env: str | None = None
+    settings: TargetSettings = field(default_factory=TargetSettings)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything `synclog.toml` says, with defaults for what it leaves out."""
+
+    targets: Mapping[str, TargetConfig] = field(default_factory=dict)
+    defaults: SyncSettings = field(default_factory=SyncSettings)
+    syncs: Mapping[int, SyncSettings] = field(default_factory=dict)
+    staging_dir: str | None = None
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Config:
+        """Read `path`, else `$SYNCLOG_CONFIG`, else `./synclog.toml` if present, else defaults."""
+        explicit = path or os.environ.get("SYNCLOG_CONFIG")
+        file = Path(explicit) if explicit else Path(CONFIG_FILE)
+        if not file.exists():
+            if explicit:
+                raise ConfigError(f"config file {file} does not exist")
+            return cls()
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file}: {exc}") from None
+        return cls.from_dict(data, source=str(file))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "config") -> Config:
+        """Build a config from parsed TOML, naming the first unknown or malformed key."""
+        _only(data, {"targets", "defaults", "syncs", "staging_dir"}, source)
+        defaults = _sync_settings(data.get("defaults", {}), SyncSettings(), f"{source}: defaults")
+        syncs: dict[int, SyncSettings] = {}
+        for key, value in dict(data.get("syncs", {})).items():
+            try:
+                sync_id = int(key)
+            except ValueError:
+                raise ConfigError(f"{source}: syncs.{key}: sync ids are integers") from None
+            syncs[sync_id] = _sync_settings(value, defaults, f"{source}: syncs.{key}")
+        targets = {
+            name: _target(value, f"{source}: targets.{name}")
+            for name, value in dict(data.get("targets", {})).items()
+        }
+        return cls(targets, defaults, syncs, data.get("staging_dir"))
+
+    def sync(self, sync_id: int) -> SyncSettings:
+        """Settings of `sync_id` (the defaults where it has none)."""
+        return self.syncs.get(sync_id, self.defaults)
+
+    def resolve_target(self, name_or_url: str | None) -> tuple[TargetURL, TargetSettings]:
+        """The URL and settings for a target name from `[targets]`, or a URL as given."""
+        chosen = name_or_url or ("default" if "default" in self.targets else DEFAULT_TARGET)
+        named = self.targets.get(chosen)
+        if named is None:
+            if "://" not in chosen:
+                known = ", ".join(sorted(self.targets)) or "none configured"
+                raise ConfigError(f"unknown target {chosen!r} (named targets: {known})")
+            named = TargetConfig(url=chosen)
+        settings = named.settings
+        if settings.staging_dir is None and self.staging_dir:
+            settings = replace(settings, staging_dir=self.staging_dir)
+        return TargetURL.parse(named.url, password_env=named.password_env), settings
+
+
+def _only(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a table")
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(allowed))})")
+
+
+def _days(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}: retention_days must be a whole number of days, got {value!r}")
+    return value
+
+
+def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
+    _only(data, {"layouts", "retention_days", "tables"}, where)
+    layouts = data.get("layouts", base.layouts)
+    if not isinstance(layouts, list | tuple) or not all(isinstance(x, str) for x in layouts):
+        raise ConfigError(f"{where}: layouts must be a list of names, got {layouts!r}")
+    tables = dict(base.tables)
+    for name, value in dict(data.get("tables", {})).items():
+        _only(value, {"enabled", "retention_days"}, f"{where}.tables.{name}")
+        enabled = value.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{where}.tables.{name}: enabled must be true or false")
+        days = value.get("retention_days")
+        tables[name] = TableSettings(enabled, None if days is None else _days(days, where))
+    days = _days(data.get("retention_days", base.retention_days), where)
+    return SyncSettings(tuple(layouts), days, tables)
+
+
+def _target(data: Any, where: str) -> TargetConfig:
+    _only(data, {"url", "password_env", "database", "schemas", "staging_dir", "options"}, where)
+    if not isinstance(data.get("url"), str):
+        raise ConfigError(f"{where}: url is required")
+    settings = TargetSettings(
+        database=data.get("database"),
+        schemas=dict(data.get("schemas", {})),
+        staging_dir=data.get("staging_dir"),
+        options=dict(data.get("options", {})),
+    )
+    return TargetConfig(data["url"], data.get("password_env"), settings)

@@ -1,0 +1,1 @@
+"""Layouts: the families of log tables synclog writes (census, hightouch, lake)."""

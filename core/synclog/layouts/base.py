@@ -1,0 +1,51 @@
+"""What a layout is: a set of tables and how to build their rows from the canonical frame."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from synclog.capabilities import Capabilities
+from synclog.layouts.table import ColumnType, Rows, TableSpec
+from synclog.model import Run
+
+_ARROW: dict[ColumnType, pa.DataType] = {
+    ColumnType.BIGINT: pa.int64(),
+    ColumnType.INTEGER: pa.int32(),
+    ColumnType.STRING: pa.string(),
+    ColumnType.JSON: pa.string(),
+    ColumnType.TIMESTAMP: pa.timestamp("us", tz="UTC"),
+    ColumnType.BOOLEAN: pa.bool_(),
+}
+
+
+def arrow_rows(table: TableSpec, rows: list[dict[str, Any]]) -> pa.Table:
+    """A small Arrow table with exactly `table`'s columns, for rows built on the driver."""
+    schema = pa.schema([pa.field(c.name, _ARROW[c.type]) for c in table.columns])
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+@dataclass(frozen=True)
+class LayoutContext:
+    """What a layout builds its rows from."""
+
+    run: Run
+    records: DataFrame
+    """The canonical frame of the batches being written (see `synclog.canonical`)."""
+    capabilities: Capabilities
+
+
+class Layout(ABC):
+    """A family of log tables (census, hightouch, lake) built from the canonical frame."""
+
+    name: ClassVar[str]
+    tables: ClassVar[tuple[TableSpec, ...]]
+
+    @abstractmethod
+    def batch_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+        """Rows to load as soon as batches arrive, table by table."""

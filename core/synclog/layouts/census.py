@@ -1,0 +1,148 @@
+"""The census layout (seed 000): the `sync_log` view and the source/destination metadata tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from synclog.layouts.base import Layout, LayoutContext, arrow_rows
+from synclog.layouts.table import Column as Col
+from synclog.layouts.table import ColumnType as C
+from synclog.layouts.table import Rows, TableSpec
+from synclog.model import RecordStatus
+from synclog.payloads import fit_json
+
+SCHEMA = "census"
+
+SYNC_LOG = TableSpec(
+    layout="census",
+    schema=SCHEMA,
+    name="sync_log_records",
+    view="sync_log",
+    columns=(
+        Col("log_id", C.STRING, "Unique identifier for the log"),
+        Col("sync_id", C.BIGINT, "Unique identifier for the sync configuration"),
+        Col("sync_run_id", C.BIGINT, "Unique identifier for the sync run"),
+        Col("record_identifier", C.STRING, "The value of the sync's identifier for the record"),
+        Col("record_payload", C.JSON, "The data sent to the destination, as a JSON object"),
+        Col("batch_started_at", C.TIMESTAMP, "When the batch with this record was sent"),
+        Col("batch_completed_at", C.TIMESTAMP, "When the batch with this record completed"),
+        Col("operation", C.STRING, "upsert, update, create or delete"),
+        Col("status", C.STRING, "succeeded or rejected"),
+        Col("status_message", C.STRING, "The destination's reason when rejected"),
+        Col("_census_logged_at", C.TIMESTAMP, "When this log record was loaded"),
+        Col("destination_id", C.BIGINT, "The destination connection", run_metadata=True),
+        Col("destination_object_id", C.BIGINT, "The destination object", run_metadata=True),
+        Col("source_id", C.BIGINT, "The source connection", run_metadata=True),
+        Col("source_object_id", C.BIGINT, "The source object", run_metadata=True),
+        Col("batch_number", C.INTEGER, "The batch within the run"),
+    ),
+    replace_key=("sync_run_id", "batch_number"),
+    time_column="batch_started_at",
+    retained=True,
+)
+
+SOURCE_OBJECTS = TableSpec(
+    layout="census",
+    schema=SCHEMA,
+    name="source_objects",
+    columns=(
+        Col("id", C.BIGINT, "Joins to sync_log.source_object_id"),
+        Col("type", C.STRING, "DataWarehouse::Query, ::Table, ::FilterSegmentSource, …"),
+        Col("name", C.STRING, "Name of the data set"),
+        Col("model_id", C.BIGINT, "The model behind a DataWarehouse::Query"),
+        Col("business_object_id", C.BIGINT, "The dataset behind an entity"),
+        Col("filter_segment_id", C.BIGINT, "The segment behind a FilterSegmentSource"),
+        Col("cohort_id", C.BIGINT, "The cohort behind a CohortSource"),
+    ),
+    replace_key=("id",),
+    run_metadata=True,
+)
+
+DESTINATIONS = TableSpec(
+    layout="census",
+    schema=SCHEMA,
+    name="destinations",
+    columns=(
+        Col("id", C.BIGINT, "Joins to sync_log.destination_id"),
+        Col("type", C.STRING, "<Destination name>::Connection"),
+        Col("name", C.STRING, "Name of the destination"),
+    ),
+    replace_key=("id",),
+    run_metadata=True,
+)
+
+DESTINATION_OBJECTS = TableSpec(
+    layout="census",
+    schema=SCHEMA,
+    name="destination_objects",
+    columns=(
+        Col("id", C.BIGINT, "Joins to sync_log.destination_object_id"),
+        Col("type", C.STRING, "<Destination name>::ObjectTypes::<Object name>"),
+        Col("name", C.STRING, "Name of the destination object"),
+    ),
+    replace_key=("id",),
+    run_metadata=True,
+)
+
+_OPERATIONS = {"append": "create", "mirror": "upsert"}
+_MESSAGES = {RecordStatus.ABORTED: "Not attempted: the run ended before this record was sent"}
+
+
+class CensusLayout(Layout):
+    """Census' Warehouse Writeback tables."""
+
+    name: ClassVar[str] = "census"
+    tables: ClassVar[tuple[TableSpec, ...]] = (
+        SYNC_LOG,
+        SOURCE_OBJECTS,
+        DESTINATIONS,
+        DESTINATION_OBJECTS,
+    )
+
+    def batch_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+        run, caps = ctx.run, ctx.capabilities
+        ids = {
+            "destination_id": run.destination.id,
+            "destination_object_id": run.destination_object.id,
+            "source_id": run.source.id,
+            "source_object_id": run.source_object.id,
+        }
+        values: dict[str, Column] = {
+            "record_payload": fit_json(F.col("record_payload"), caps.max_json_bytes),
+            "operation": _census_operation(),
+            "status": _census_status(),
+            "status_message": _census_message(),
+            "_census_logged_at": F.col("logged_at"),
+            **{name: F.lit(value).cast("bigint") for name, value in ids.items()},
+        }
+        spec = SYNC_LOG if caps.run_metadata_columns else SYNC_LOG.without_run_metadata()
+        frame = ctx.records.select(*[values.get(c, F.col(c)).alias(c) for c in spec.column_names()])
+        yield SYNC_LOG, frame
+        if not caps.run_metadata_columns:
+            return
+        source = run.source_object
+        yield SOURCE_OBJECTS, arrow_rows(SOURCE_OBJECTS, [vars(source)])
+        yield DESTINATIONS, arrow_rows(DESTINATIONS, [vars(run.destination)])
+        yield DESTINATION_OBJECTS, arrow_rows(DESTINATION_OBJECTS, [vars(run.destination_object)])
+
+
+def _census_operation() -> Column:
+    op = F.col("operation")
+    for given, shown in _OPERATIONS.items():
+        op = F.when(F.col("operation") == given, F.lit(shown)).otherwise(op)
+    return op
+
+
+def _census_status() -> Column:
+    return F.when(F.col("status") == RecordStatus.SUCCEEDED.value, F.lit("succeeded")).otherwise(
+        F.lit("rejected")
+    )
+
+
+def _census_message() -> Column:
+    aborted = F.col("status") == RecordStatus.ABORTED.value
+    return F.when(aborted, F.lit(_MESSAGES[RecordStatus.ABORTED])).otherwise(F.col("status_message"))

@@ -1,0 +1,28 @@
+"""Payload size limits: an oversized JSON payload becomes a small marker object, never a failed load."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+TRUNCATED_MARKER = "_synclog_truncated"
+
+
+def fit_json(column: Column, max_bytes: int | None) -> Column:
+    """`column` (JSON text) unchanged when it fits in `max_bytes`, else a marker object.
+
+    The marker keeps the original size, a SHA-256 of the original and its first characters,
+    so the record stays identifiable: {"_synclog_truncated": true, "original_bytes": …}.
+    """
+    if max_bytes is None:
+        return column
+    head_chars = max(16, max_bytes // 16)
+    marker = F.to_json(
+        F.struct(
+            F.lit(True).alias(TRUNCATED_MARKER),
+            F.octet_length(column).alias("original_bytes"),
+            F.sha2(column, 256).alias("sha256"),
+            F.substring(column, 1, head_chars).alias("head"),
+        )
+    )
+    return F.when(F.octet_length(column) > max_bytes, marker).otherwise(column)

@@ -1,0 +1,116 @@
+"""The record-results contract: which columns a batch of results has, and what values they take."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from synclog.errors import InputError
+from synclog.model import InputStatus, Operation
+
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_TIMESTAMP = (T.TimestampType, T.TimestampNTZType)
+_JSONISH = (T.StringType, T.StructType, T.MapType)
+
+
+@dataclass(frozen=True)
+class InputColumn:
+    """A column of the record results and the Spark types it may have."""
+
+    name: str
+    accepts: tuple[type[T.DataType], ...]
+    expected: str
+    required: bool = True
+
+
+INPUT_COLUMNS: tuple[InputColumn, ...] = (
+    InputColumn("record_identifier", (T.StringType, *_INTEGRAL), "string or integer"),
+    InputColumn("operation", (T.StringType,), "string"),
+    InputColumn("status", (T.StringType,), "string"),
+    InputColumn("status_message", (T.StringType,), "string"),
+    InputColumn("record_payload", _JSONISH, "JSON string, struct or map"),
+    InputColumn("batch_number", _INTEGRAL, "integer"),
+    InputColumn("batch_started_at", _TIMESTAMP, "timestamp"),
+    InputColumn("batch_completed_at", _TIMESTAMP, "timestamp"),
+    InputColumn("split_group", (T.StringType,), "string", required=False),
+    InputColumn("fields", _JSONISH, "JSON string, struct or map", required=False),
+)
+
+INPUT_SCHEMA = T.StructType(
+    [
+        T.StructField("record_identifier", T.StringType()),
+        T.StructField("operation", T.StringType()),
+        T.StructField("status", T.StringType()),
+        T.StructField("status_message", T.StringType()),
+        T.StructField("record_payload", T.StringType()),
+        T.StructField("batch_number", T.LongType()),
+        T.StructField("batch_started_at", T.TimestampType()),
+        T.StructField("batch_completed_at", T.TimestampType()),
+        T.StructField("split_group", T.StringType()),
+        T.StructField("fields", T.StringType()),
+    ]
+)
+"""The schema JSONL record files are read with (payloads as raw JSON text)."""
+
+VIOLATION = "_synclog_violation"
+"""Column naming the first rule a row breaks: `column<US>=value` (`column<US>` for NULL)."""
+_SEPARATOR = "\x1f"
+
+
+def check_columns(records: DataFrame) -> None:
+    """Fail on a missing column or a column of the wrong type, naming it; runs no Spark job."""
+    present = {f.name: f.dataType for f in records.schema.fields}
+    for column in INPUT_COLUMNS:
+        dtype = present.get(column.name)
+        if dtype is None:
+            if column.required:
+                raise InputError(f"record results: missing column {column.name!r}")
+            continue
+        if not isinstance(dtype, column.accepts):
+            raise InputError(
+                f"record results: column {column.name!r} is {dtype.simpleString()}, "
+                f"expected {column.expected}"
+            )
+
+
+def violation(records: DataFrame) -> Column:
+    """An expression naming the first value rule a row breaks (see `VIOLATION`)."""
+    rules: list[tuple[str, Column, Column]] = [
+        ("operation", ~_is_in("operation", Operation), F.col("operation")),
+        ("status", ~_is_in("status", InputStatus), F.col("status")),
+        ("batch_number", F.col("batch_number").isNull(), F.lit(None)),
+        ("batch_started_at", F.col("batch_started_at").isNull(), F.lit(None)),
+    ]
+    for name in ("record_payload", "fields"):
+        if name in records.columns and isinstance(records.schema[name].dataType, T.StringType):
+            bad_json = F.col(name).isNotNull() & F.try_parse_json(F.col(name)).isNull()
+            rules.append((name, bad_json, F.col(name)))
+    expr = F.lit(None).cast("string")
+    for name, broken, value in reversed(rules):
+        shown = F.coalesce(F.concat(F.lit("="), F.substring(value.cast("string"), 1, 200)), F.lit(""))
+        expr = F.when(broken, F.concat(F.lit(name + _SEPARATOR), shown)).otherwise(expr)
+    return expr
+
+
+def raise_violation(found: str) -> None:
+    """Turn a `VIOLATION` value into the one-line InputError the user sees."""
+    name, _, shown = found.partition(_SEPARATOR)
+    if not shown:
+        raise InputError(f"record results: column {name!r} must not be NULL")
+    value = shown[1:]
+    allowed = {
+        "operation": ", ".join(o.value for o in Operation),
+        "status": ", ".join(s.value for s in InputStatus),
+    }
+    if name in allowed:
+        raise InputError(
+            f"record results: column {name!r} has unknown value {value!r} (expected one of {allowed[name]})"
+        )
+    raise InputError(f"record results: column {name!r} holds invalid JSON, first: {value!r}")
+
+
+def _is_in(name: str, vocabulary: type[Operation] | type[InputStatus]) -> Column:
+    return F.coalesce(F.col(name).isin([v.value for v in vocabulary]), F.lit(False))

@@ -1,0 +1,1 @@
+"""Targets: the warehouses (and folders) log tables are written into."""

@@ -1,0 +1,118 @@
+"""The target contract: what a warehouse plugin registers and what the core asks of it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import TracebackType
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from synclog.capabilities import Capabilities
+from synclog.layouts.table import Rows, TableSpec
+from synclog.naming import Relation, check_name
+from synclog.urls import TargetURL
+
+
+@dataclass(frozen=True)
+class TargetSettings:
+    """Per-target options from `synclog.toml` (database, schema per layout, staging folder)."""
+
+    database: str | None = None
+    schemas: Mapping[str, str] = field(default_factory=dict)
+    """Schema per layout, e.g. {"census": "logs"}; a layout's default schema otherwise."""
+    staging_dir: str | None = None
+    """Where Spark stages files for bulk loads; the system temp folder by default."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Anything else the plugin documents."""
+
+
+@dataclass(frozen=True)
+class Cutoffs:
+    """Retention cut-offs: rows whose time is before their sync's cut-off have expired."""
+
+    default: datetime
+    per_sync: Mapping[int, datetime] = field(default_factory=dict)
+
+
+class Target(ABC):
+    """An open connection to one warehouse (or folder) that log tables are written into."""
+
+    capabilities: ClassVar[Capabilities]
+    placeholder: ClassVar[str] = "?"
+    """The positional query parameter marker of the warehouse's driver."""
+
+    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
+        self.url = url
+        self.settings = settings
+
+    def relation(self, table: TableSpec, name: str | None = None) -> Relation:
+        """Where `table` (or its view, given `name`) lives in this warehouse."""
+        caps = self.capabilities
+        schema = self.settings.schemas.get(table.layout, table.schema)
+        database = self.settings.database if caps.three_part_names else None
+        for part, what in ((schema, "schema"), (database, "database")):
+            if part is not None:
+                check_name(part, what=what, max_length=caps.max_identifier_length)
+        return Relation(schema=schema, name=name or table.name, database=database, casefold=caps.casefold)
+
+    def table_spec(self, table: TableSpec) -> TableSpec:
+        """`table` as this target stores it, with the columns it cannot carry left out."""
+        if self.capabilities.run_metadata_columns:
+            return table
+        return table.without_run_metadata()
+
+    @abstractmethod
+    def ensure(self, tables: Sequence[TableSpec]) -> None:
+        """Create what is missing (schemas, tables, views), adding new columns at the end."""
+
+    @abstractmethod
+    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
+        """Atomically replace the rows whose `replace_key` matches `rows`, by `rows`; return the count."""
+
+    @abstractmethod
+    def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
+        """Remove the rows of `table` older than their sync's cut-off; return how many."""
+
+    @abstractmethod
+    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        """Run a read-only query with positional parameters and return its (small) result."""
+
+    @abstractmethod
+    def existing_tables(self, tables: Sequence[TableSpec]) -> list[TableSpec]:
+        """Which of `tables` exist in the warehouse (retention touches no others)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection."""
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class TargetType:
+    """What a plugin registers: a kind of target, its URL schemes and capabilities, and an opener."""
+
+    name: str
+    schemes: tuple[str, ...]
+    capabilities: Capabilities
+    summary: str
+    opener: Callable[[TargetURL, TargetSettings], Target]
+    """Opens a target; plugins import their warehouse driver here, not at registration."""
+    example_url: str = ""
+
+    def open(self, url: TargetURL, settings: TargetSettings | None = None) -> Target:
+        """Open a connection to the target at `url`."""
+        return self.opener(url, settings or TargetSettings())

@@ -1,0 +1,130 @@
+"""The writer: validate record results, flag invalid records, and load every enabled layout."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from synclog.canonical import canonical_frame
+from synclog.config import Config
+from synclog.layouts.base import LayoutContext
+from synclog.layouts.registry import layout
+from synclog.layouts.table import TableSpec
+from synclog.model import Run
+from synclog.plugins.manager import registry
+from synclog.records import VIOLATION, check_columns, raise_violation
+from synclog.retention import CleanupResult, cleanup
+from synclog.spark import spark_session
+from synclog.staging import parquet_stage
+from synclog.targets.base import Target
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write did: records by canonical status, rows loaded per table, seconds taken."""
+
+    statuses: dict[str, int]
+    loaded: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def records(self) -> int:
+        """Records written."""
+        return sum(self.statuses.values())
+
+
+class SyncLog:
+    """Writes the record results of sync runs into a target's log tables.
+
+    >>> with SyncLog.open("duckdb:///logs.duckdb") as log:
+    ...     log.write(run, records)            # records: a Spark DataFrame
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        config: Config | None = None,
+        spark: SparkSession | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.target = target
+        self.config = config or Config()
+        self.spark = spark or spark_session()
+        self.progress = progress or (lambda _message: None)
+        self._ensured: set[TableSpec] = set()
+
+    @classmethod
+    def open(
+        cls,
+        target: str | None = None,
+        config: Config | None = None,
+        spark: SparkSession | None = None,
+        progress: Progress | None = None,
+    ) -> SyncLog:
+        """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default)."""
+        config = config or Config.load()
+        url, settings = config.resolve_target(target)
+        return cls(registry().open(url, settings), config, spark, progress)
+
+    def write(self, run: Run, records: DataFrame) -> WriteResult:
+        """Log one or more batches of `run`. A batch written again replaces its earlier copy.
+
+        Raises InputError, before anything is written, when `records` break the contract.
+        """
+        started = time.perf_counter()
+        check_columns(records)
+        canonical = canonical_frame(run, records, datetime.now(UTC))
+        with parquet_stage(canonical, self.config.staging_dir) as files:
+            if not files:
+                return WriteResult(statuses={}, seconds=time.perf_counter() - started)
+            staged = self.spark.read.parquet(*files)
+            bad = staged.where(F.col(VIOLATION).isNotNull()).select(VIOLATION).first()
+            if bad is not None:
+                raise_violation(bad[0])
+            staged = staged.drop(VIOLATION)
+            statuses = {row[0]: row[1] for row in staged.groupBy("status").count().collect()}
+            loaded = self._load_layouts(run, staged)
+        return WriteResult(statuses, loaded, time.perf_counter() - started)
+
+    def _load_layouts(self, run: Run, records: DataFrame) -> dict[str, int]:
+        settings = self.config.sync(run.sync_id)
+        ctx = LayoutContext(run, records, self.target.capabilities)
+        loaded: dict[str, int] = {}
+        for name in settings.layouts:
+            for table, rows in layout(name).batch_rows(ctx):
+                if not settings.table(table.view or table.name).enabled:
+                    continue
+                if table not in self._ensured:
+                    self.target.ensure([table])
+                    self._ensured.add(table)
+                relation = str(self.target.relation(table, table.view))
+                loaded[relation] = self.target.replace_rows(table, rows)
+                self.progress(f"  {relation}: {loaded[relation]:,} rows")
+        return loaded
+
+    def cleanup(self, now: datetime | None = None) -> CleanupResult:
+        """Remove expired rows from the framework's tables, per each sync's retention."""
+        return cleanup(self.target, self.config, now or datetime.now(UTC))
+
+    def close(self) -> None:
+        """Close the target connection (the Spark session stays up)."""
+        self.target.close()
+
+    def __enter__(self) -> SyncLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
