@@ -30,6 +30,19 @@ CANONICAL_COLUMNS = (
 )
 
 
+def canonical_schema() -> T.StructType:
+    """The schema of the canonical frame (without the violation column)."""
+    strings = T.StringType()
+    types = {"sync_id": T.LongType(), "sync_run_id": T.LongType(), "batch_number": T.IntegerType()}
+    times = {"batch_started_at", "batch_completed_at", "logged_at"}
+    return T.StructType(
+        [
+            T.StructField(c, T.TimestampType() if c in times else types.get(c, strings))
+            for c in CANONICAL_COLUMNS
+        ]
+    )
+
+
 def canonical_frame(run: Run, records: DataFrame, logged_at: datetime) -> DataFrame:
     """The canonical frame for `records` of `run`, plus the `VIOLATION` column.
 

@@ -30,6 +30,7 @@ from synclog.urls import TargetURL
 DEFAULT_TARGET = "duckdb:///synclog.duckdb"
 DEFAULT_RETENTION_DAYS = 7
 CONFIG_FILE = "synclog.toml"
+DEFAULT_STATE_DIR = ".synclog/runs"
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class Config:
     defaults: SyncSettings = field(default_factory=SyncSettings)
     syncs: Mapping[int, SyncSettings] = field(default_factory=dict)
     staging_dir: str | None = None
+    state_dir: str = DEFAULT_STATE_DIR
+    """Where batches of runs in progress are kept until the run completes."""
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Config:
@@ -94,7 +97,7 @@ class Config:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "config") -> Config:
         """Build a config from parsed TOML, naming the first unknown or malformed key."""
-        _only(data, {"targets", "defaults", "syncs", "staging_dir"}, source)
+        _only(data, {"targets", "defaults", "syncs", "staging_dir", "state_dir"}, source)
         defaults = _sync_settings(data.get("defaults", {}), SyncSettings(), f"{source}: defaults")
         syncs: dict[int, SyncSettings] = {}
         for key, value in dict(data.get("syncs", {})).items():
@@ -107,7 +110,8 @@ class Config:
             name: _target(value, f"{source}: targets.{name}")
             for name, value in dict(data.get("targets", {})).items()
         }
-        return cls(targets, defaults, syncs, data.get("staging_dir"))
+        state_dir = str(data.get("state_dir", DEFAULT_STATE_DIR))
+        return cls(targets, defaults, syncs, data.get("staging_dir"), state_dir)
 
     def sync(self, sync_id: int) -> SyncSettings:
         """Settings of `sync_id` (the defaults where it has none)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from types import TracebackType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from synclog.canonical import canonical_frame
+from synclog.canonical import canonical_frame, canonical_schema
 from synclog.config import Config
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.registry import layout
@@ -20,8 +21,8 @@ from synclog.model import Run
 from synclog.plugins.manager import registry
 from synclog.records import VIOLATION, check_columns, raise_violation
 from synclog.retention import CleanupResult, cleanup
+from synclog.runstore import PARTITION, RunStore
 from synclog.spark import spark_session
-from synclog.staging import parquet_stage
 from synclog.targets.base import Target
 
 Progress = Callable[[str], None]
@@ -60,6 +61,7 @@ class SyncLog:
         self.spark = spark or spark_session()
         self.progress = progress or (lambda _message: None)
         self._ensured: set[TableSpec] = set()
+        self.store = RunStore(self.config.state_dir)
 
     @classmethod
     def open(
@@ -82,24 +84,49 @@ class SyncLog:
         started = time.perf_counter()
         check_columns(records)
         canonical = canonical_frame(run, records, datetime.now(UTC))
-        with parquet_stage(canonical, self.config.staging_dir) as files:
-            if not files:
-                return WriteResult(statuses={}, seconds=time.perf_counter() - started)
-            staged = self.spark.read.parquet(*files)
+        incoming = self.store.incoming(run)
+        try:
+            canonical.write.partitionBy(PARTITION).parquet(str(incoming))
+            staged = self.spark.read.parquet(str(incoming))
             bad = staged.where(F.col(VIOLATION).isNotNull()).select(VIOLATION).first()
             if bad is not None:
                 raise_violation(bad[0])
-            staged = staged.drop(VIOLATION)
             statuses = {row[0]: row[1] for row in staged.groupBy("status").count().collect()}
-            loaded = self._load_layouts(run, staged)
+        except BaseException:
+            shutil.rmtree(incoming, ignore_errors=True)
+            raise
+        batches = self.store.commit(run, incoming)
+        if not batches:
+            return WriteResult(statuses={}, seconds=time.perf_counter() - started)
+        frame = self.store.read(self.spark, run, batches).drop(VIOLATION)
+        loaded = self._load(run, frame, "batch_rows")
         return WriteResult(statuses, loaded, time.perf_counter() - started)
 
-    def _load_layouts(self, run: Run, records: DataFrame) -> dict[str, int]:
+    def finish(self, run: Run) -> dict[str, int]:
+        """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
+
+        Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in.
+        """
+        if not self.store.has(run):
+            frame = self.spark.createDataFrame([], canonical_schema())
+        else:
+            frame = self.store.read(self.spark, run).drop(VIOLATION)
+        loaded = self._load(run, frame, "run_rows")
+        self.store.drop(run)
+        return loaded
+
+    def write_run(self, run: Run, records: DataFrame) -> WriteResult:
+        """Log a whole, finished run in one call: `write`, then `finish`."""
+        result = self.write(run, records)
+        loaded = {**result.loaded, **self.finish(run)}
+        return WriteResult(result.statuses, loaded, result.seconds)
+
+    def _load(self, run: Run, records: DataFrame, phase: str) -> dict[str, int]:
         settings = self.config.sync(run.sync_id)
         ctx = LayoutContext(run, records, self.target.capabilities)
         loaded: dict[str, int] = {}
         for name in settings.layouts:
-            for table, rows in layout(name).batch_rows(ctx):
+            for table, rows in getattr(layout(name), phase)(ctx):
                 if not settings.table(table.view or table.name).enabled:
                     continue
                 if table not in self._ensured:

@@ -49,3 +49,7 @@ class Layout(ABC):
     @abstractmethod
     def batch_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
         """Rows to load as soon as batches arrive, table by table."""
+
+    def run_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+        """Rows to load once the run has ended; `ctx.records` then holds the whole run."""
+        return iter(())

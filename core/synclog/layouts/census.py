@@ -39,6 +39,7 @@ SYNC_LOG = TableSpec(
         Col("source_id", C.BIGINT, "The source connection", run_metadata=True),
         Col("source_object_id", C.BIGINT, "The source object", run_metadata=True),
         Col("batch_number", C.INTEGER, "The batch within the run"),
+        Col("invalid_reason", C.STRING, "NULL or DUPLICATE when the identifier check failed"),
     ),
     replace_key=("sync_run_id", "batch_number"),
     time_column="batch_started_at",
@@ -89,7 +90,8 @@ DESTINATION_OBJECTS = TableSpec(
 )
 
 _OPERATIONS = {"append": "create", "mirror": "upsert"}
-_MESSAGES = {RecordStatus.ABORTED: "Not attempted: the run ended before this record was sent"}
+ABORTED_MESSAGE = "Not attempted: the run ended before this record was sent"
+_INVALID = {RecordStatus.INVALID_NULL: "NULL", RecordStatus.INVALID_DUPLICATE: "DUPLICATE"}
 
 
 class CensusLayout(Layout):
@@ -116,6 +118,7 @@ class CensusLayout(Layout):
             "operation": _census_operation(),
             "status": _census_status(),
             "status_message": _census_message(),
+            "invalid_reason": _invalid_reason(),
             "_census_logged_at": F.col("logged_at"),
             **{name: F.lit(value).cast("bigint") for name, value in ids.items()},
         }
@@ -145,4 +148,11 @@ def _census_status() -> Column:
 
 def _census_message() -> Column:
     aborted = F.col("status") == RecordStatus.ABORTED.value
-    return F.when(aborted, F.lit(_MESSAGES[RecordStatus.ABORTED])).otherwise(F.col("status_message"))
+    return F.when(aborted, F.lit(ABORTED_MESSAGE)).otherwise(F.col("status_message"))
+
+
+def _invalid_reason() -> Column:
+    reason = F.lit(None).cast("string")
+    for status, shown in _INVALID.items():
+        reason = F.when(F.col("status") == status.value, F.lit(shown)).otherwise(reason)
+    return reason

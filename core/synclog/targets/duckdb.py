@@ -68,7 +68,7 @@ class DuckDBTarget(SqlTarget):
         return self.connection.execute(sql, list(params)).fetchall()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        return self.connection.execute(sql, list(params)).to_arrow_table()
+        return self.connection.sql(sql, params=list(params) or None).to_arrow_table()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -1,0 +1,7 @@
+"""`python -m synclog`."""
+
+import sys
+
+from synclog.cli.main import main
+
+sys.exit(main())

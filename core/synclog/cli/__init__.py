@@ -1,0 +1,1 @@
+"""The `synclog` command line."""

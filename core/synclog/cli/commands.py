@@ -1,0 +1,136 @@
+"""The `write`, `cleanup`, `records` and `plugins` commands."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from synclog.browse import RecordQuery, StatusFilter, find_records
+from synclog.cli.output import format_rows, format_table
+from synclog.config import Config
+from synclog.inputs import read_records
+from synclog.model import Run
+from synclog.plugins.manager import registry
+from synclog.writer import SyncLog
+
+
+def add_parsers(subs: Any) -> None:
+    """Add the commands of this module to the `synclog` parser."""
+    write = subs.add_parser("write", help="log one run's record results from files")
+    write.add_argument("--run", required=True, type=Path, help="run description (.json or .toml)")
+    write.add_argument(
+        "--records", required=True, type=Path, help="record results (.parquet file or folder, .jsonl)"
+    )
+    write.add_argument(
+        "--in-progress",
+        action="store_true",
+        help="the run is still going: log these batches, and finish the run in a later call",
+    )
+    _target_option(write)
+    write.set_defaults(handler=run_write)
+
+    cleanup = subs.add_parser("cleanup", help="delete log rows older than each sync's retention")
+    _target_option(cleanup)
+    cleanup.set_defaults(handler=run_cleanup)
+
+    records = subs.add_parser("records", help="show logged records of a sync (Sync Tracking)")
+    records.add_argument("--sync", required=True, type=int, help="sync id")
+    records.add_argument("--run", type=int, help="sync run id")
+    records.add_argument("--status", choices=[s.value for s in StatusFilter], help="record state")
+    records.add_argument("--search", metavar="IDENTIFIER", help="one record by its identifier")
+    records.add_argument("--limit", type=_positive, default=20, help="rows at most (default 20)")
+    records.add_argument("--out", type=Path, help="write the rows to this CSV file instead")
+    _target_option(records)
+    records.set_defaults(handler=run_records)
+
+    plugins = subs.add_parser("plugins", help="list installed targets and their capabilities")
+    plugins.set_defaults(handler=run_plugins)
+
+
+def _target_option(parser: argparse.ArgumentParser, default_help: str = "") -> None:
+    parser.add_argument(
+        "--target",
+        help="target URL or a name from synclog.toml "
+        + (default_help or "(default: [targets.default], else duckdb:///synclog.duckdb)"),
+    )
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def open_log(args: argparse.Namespace, **kwargs: Any) -> SyncLog:
+    """The SyncLog for `--target` and `--config`."""
+    return SyncLog.open(args.target, Config.load(args.config), **kwargs)
+
+
+def run_write(args: argparse.Namespace) -> int:
+    """`synclog write`: validate and log one run's record results."""
+    run = Run.from_file(args.run)
+    with open_log(args, progress=print) as log:
+        records = read_records(log.spark, args.records)
+        result = log.write(run, records) if args.in_progress else log.write_run(run, records)
+    statuses = ", ".join(f"{n:,} {s}" for s, n in sorted(result.statuses.items()))
+    print(
+        f"logged {result.records:,} records of run {run.sync_run_id} ({statuses}) "
+        f"into {log.target.url} in {result.seconds:.1f}s"
+    )
+    return 0
+
+
+def run_cleanup(args: argparse.Namespace) -> int:
+    """`synclog cleanup`: apply retention."""
+    with open_log(args) as log:
+        result = log.cleanup(datetime.now(UTC))
+    for table, count in result.deleted.items():
+        print(f"{table}: {count:,} expired rows deleted")
+    print(f"cleanup done: {result.total:,} rows deleted")
+    return 0
+
+
+def run_records(args: argparse.Namespace) -> int:
+    """`synclog records`: filter, search and sample logged records."""
+    query = RecordQuery(
+        sync_id=args.sync,
+        sync_run_id=args.run,
+        status=StatusFilter(args.status) if args.status else None,
+        identifier=args.search,
+        limit=args.limit,
+    )
+    with open_log(args) as log:
+        table = find_records(log.target, query)
+    if args.out:
+        with args.out.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(table.column_names)
+            writer.writerows(row.values() for row in table.to_pylist())
+        print(f"{table.num_rows:,} records written to {args.out}")
+    elif table.num_rows == 0:
+        print("no records match", file=sys.stderr)
+    else:
+        print(format_table(table, max_width=48))
+    return 0
+
+
+def run_plugins(args: argparse.Namespace) -> int:
+    """`synclog plugins`: the installed targets and what each can do."""
+    types = registry().types()
+    print(
+        format_rows(
+            ["target", "URL schemes", "example", "summary"],
+            [[t.name, ", ".join(f"{s}://" for s in t.schemes), t.example_url, t.summary] for t in types],
+        )
+    )
+    print()
+    header = ["capability", *[t.name for t in types]]
+    names = [name for name, _ in types[0].capabilities.as_rows()] if types else []
+    rows = [[name, *[dict(t.capabilities.as_rows())[name] for t in types]] for name in names]
+    print(format_rows(header, rows))
+    return 0

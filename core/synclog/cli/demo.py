@@ -1,0 +1,98 @@
+"""`synclog demo`: write a simulated sync history, then answer the seeds' questions on it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from synclog.cli.output import format_table
+from synclog.config import Config
+from synclog.demo import report
+from synclog.demo.simulator import SYNCS, history, records
+from synclog.writer import SyncLog
+
+DEMO_TARGET = "duckdb:///synclog-demo.duckdb"
+
+
+def add_parser(subs: Any) -> None:
+    """Add `synclog demo` to the parser."""
+    demo = subs.add_parser("demo", help="simulate ten days of syncs and log them")
+    demo.add_argument("--target", default=DEMO_TARGET, help=f"target URL or name (default: {DEMO_TARGET})")
+    demo.add_argument(
+        "--emit-inputs",
+        type=Path,
+        metavar="DIR",
+        help="also write each run's inputs as DIR/<sync_run_id>/run.json and records.parquet",
+    )
+    demo.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="people per sync relative to the default (1.0 gives about 130,000 records)",
+    )
+    demo.set_defaults(handler=run_demo)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Simulate, write, report, clean up."""
+    if not 0 < args.scale <= 100:
+        raise SystemExit(f"synclog: error: --scale must be in (0, 100], got {args.scale}")
+    now = datetime.now(UTC).replace(microsecond=0)
+    runs = history(now, args.scale)
+    with SyncLog.open(args.target, Config.load(args.config)) as log:
+        print(f"writing {len(runs)} runs of {len(SYNCS)} syncs over the last 10 days into {log.target.url}")
+        total = 0
+        for number, sim in enumerate(runs, 1):
+            frame = records(log.spark, sim, args.scale)
+            if args.emit_inputs:
+                emit_inputs(args.emit_inputs, sim.run.to_dict(), frame)
+            result = log.write_run(sim.run, frame)
+            total += result.records
+            rejected = result.statuses.get("rejected", 0) + result.statuses.get("aborted", 0)
+            invalid = sum(n for s, n in result.statuses.items() if s.startswith("invalid"))
+            print(
+                f"[{number:2d}/{len(runs)}] {sim.run.started_at:%Y-%m-%d %H:%M}  "
+                f"sync {sim.run.sync_id} run {sim.run.sync_run_id}  "
+                f"{result.records:7,} records  {rejected:5,} rejected  {invalid:3,} invalid  "
+                f"{result.seconds:4.1f}s",
+                flush=True,
+            )
+        print(f"logged {total:,} records\n")
+        _print_answers(log)
+        cleaned = log.cleanup(now)
+        print(f"retention: {cleaned.total:,} rows older than their sync's retention deleted")
+    if args.target == DEMO_TARGET:
+        print("\ntry:  synclog records --target duckdb:///synclog-demo.duckdb --sync 1234 --status rejected")
+    return 0
+
+
+def _print_answers(log: SyncLog) -> None:
+    target = log.target
+    print("What is the most common reason the destinations reject records?")
+    print(format_table(report.rejection_reasons(target)), "\n")
+    print("Which records failed the identifier checks?")
+    print(format_table(report.invalid_records(target)), "\n")
+    last = max(r.run.sync_run_id for r in history(datetime.now(UTC)) if r.run.sync_id == 1234)
+    print(f"Who entered and who left the segment in sync 1234's run {last}?")
+    print(format_table(report.segment_changes(target, 1234, last)), "\n")
+
+
+def emit_inputs(folder: Path, run: dict[str, Any], frame: DataFrame) -> None:
+    """Write a run's inputs as `folder/<run id>/run.json` and one `records.parquet` file."""
+    run_dir = folder / str(run["sync_run_id"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    scratch = Path(tempfile.mkdtemp(prefix="synclog-emit-", dir=folder))
+    try:
+        frame.coalesce(1).write.mode("overwrite").parquet(str(scratch / "out"))
+        (part,) = (scratch / "out").glob("*.parquet")
+        part.replace(run_dir / "records.parquet")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,1 @@
+"""A simulated sync history, to try synclog on without a sync engine."""

@@ -1,0 +1,1 @@
+"""Test harness: throwaway local stand-ins (real servers) for integration tests."""
