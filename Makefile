@@ -1,0 +1,31 @@
+# The two commands of the README: `make demo` and `make test`. Everything else supports them.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.synclog-installed
+PLUGINS := $(wildcard plugins/*)
+
+.PHONY: demo test lint bench install clean
+
+$(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]" $(foreach p,$(PLUGINS),-e "./$(p)[test]")
+	@touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install synclog, every plugin and the dev tools
+
+demo: $(STAMP)  ## simulate ten days of syncs into synclog-demo.duckdb and answer the seeds' questions
+	$(BIN)/synclog demo
+
+test: $(STAMP)  ## set up what the suite needs (Java, PostgreSQL) and run all of it
+	./scripts/system-deps.sh
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .cache .synclog synclog-demo.duckdb

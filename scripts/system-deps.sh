@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install the system packages the test suite and the benchmarks need, when they are missing.
+# Java for Spark, PostgreSQL server binaries for the Postgres tests, the JDBC driver for bench/.
+set -euo pipefail
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+[ -e /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "synclog: please install: ${missing[*]} (tests that need them will be skipped)" >&2
+  exit 0
+fi
+echo "installing ${missing[*]}" >&2
+apt-get update -qq >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
