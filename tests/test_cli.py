@@ -1,0 +1,200 @@
+"""The command line: demo, write, records, cleanup, plugins; bad usage exits 2 in one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from pyspark.sql import SparkSession
+
+from synclog.cli.main import main
+from synclog.testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
+
+SEED_NAMES = {
+    "CENSUS.CENSUS.SYNC_LOG": "census.sync_log",
+    "CENSUS.CENSUS.SOURCE_OBJECTS": "census.source_objects",
+}
+
+
+def seed(sql: str) -> str:
+    for snowflake_name, own in SEED_NAMES.items():
+        sql = sql.replace(snowflake_name, own)
+    return sql
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> Path:
+    """One small demo run, shared by the tests of this module."""
+    folder = tmp_path_factory.mktemp("demo")
+    db = folder / "demo.duckdb"
+    code = main(
+        ["demo", "--scale", "0.02", "--target", f"duckdb:///{db}", "--emit-inputs", str(folder / "inputs")]
+    )
+    assert code == 0
+    return folder
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "synclog", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "the following arguments are required: command"),
+        (("records",), "the following arguments are required: --sync"),
+        (("records", "--sync", "x"), "argument --sync: invalid int value: 'x'"),
+        (("records", "--sync", "1", "--status", "lost"), "argument --status: invalid choice"),
+        (("cleanup", "--target", "warehouse"), "unknown target 'warehouse'"),
+        (("cleanup", "--target", "oracle://h/db"), "no installed plugin handles oracle://"),
+        (("write", "--run", "absent.json", "--records", "x.parquet"), "cannot read run description"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
+    done = run_cli(*args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 2  # argparse's usage line, then the error
+
+
+def test_help_on_every_command() -> None:
+    for command in ("demo", "write", "cleanup", "records", "plugins"):
+        done = run_cli(command, "--help")
+        assert done.returncode == 0 and "usage: synclog" in done.stdout
+
+
+def test_plugins_lists_targets_and_capabilities(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "duckdb://" in out and "json_type" in out and "JSON" in out
+
+
+def test_demo_answers_the_seed_queries(demo: Path) -> None:
+    with duckdb.connect(str(demo / "demo.duckdb"), read_only=True) as db:
+        assert db.sql(seed(SEED_000_BY_SYNC)).fetchall()
+        assert db.sql(seed(SEED_000_DELETES)).fetchall()
+        statuses = dict(db.sql("SELECT status, COUNT(*) FROM census.sync_log GROUP BY 1").fetchall())
+        assert set(statuses) == {"succeeded", "rejected"}
+        reasons = dict(db.sql("SELECT invalid_reason, COUNT(*) FROM census.sync_log GROUP BY 1").fetchall())
+        assert reasons.get("NULL", 0) > 0 and reasons.get("DUPLICATE", 0) > 0
+
+
+def test_demo_cleanup_left_nothing_older_than_retention(demo: Path) -> None:
+    with duckdb.connect(str(demo / "demo.duckdb"), read_only=True) as db:
+        (oldest,) = db.execute("SELECT MIN(batch_started_at) FROM census.sync_log").fetchone()
+    assert oldest >= datetime.now(UTC) - timedelta(days=7, minutes=5)
+
+
+def test_demo_emitted_inputs_replay_through_write(demo: Path, tmp_path: Path) -> None:
+    run_dir = demo / "inputs" / "5678"
+    target = f"duckdb:///{tmp_path / 'replay.duckdb'}"
+    args = ["write", "--run", str(run_dir / "run.json"), "--records", str(run_dir / "records.parquet")]
+    assert main([*args, "--target", target]) == 0
+    assert main([*args, "--target", target]) == 0
+    with duckdb.connect(str(tmp_path / "replay.duckdb"), read_only=True) as db:
+        (replayed,) = db.execute("SELECT COUNT(*) FROM census.sync_log").fetchone()
+    with duckdb.connect(str(demo / "demo.duckdb"), read_only=True) as db:
+        (original,) = db.execute("SELECT COUNT(*) FROM census.sync_log WHERE sync_run_id = 5678").fetchone()
+    assert replayed == original > 0
+
+
+def test_write_from_jsonl(tmp_path: Path, demo: Path) -> None:
+    run = json.loads((demo / "inputs" / "5678" / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    lines = [
+        {
+            "record_identifier": "a@example.com",
+            "operation": "upsert",
+            "status": "succeeded",
+            "status_message": None,
+            "record_payload": {"email": "a@example.com", "tags": ["x"]},
+            "batch_number": 0,
+            "batch_started_at": "2026-11-20T10:00:00Z",
+            "batch_completed_at": "2026-11-20T10:00:30Z",
+        },
+        {
+            "record_identifier": "b@example.com",
+            "operation": "delete",
+            "status": "rejected",
+            "status_message": "404 Not Found",
+            "record_payload": {"email": "b@example.com"},
+            "batch_number": 0,
+            "batch_started_at": "2026-11-20T10:00:00Z",
+            "batch_completed_at": "2026-11-20T10:00:30Z",
+        },
+    ]
+    (tmp_path / "records.jsonl").write_text("\n".join(json.dumps(line) for line in lines))
+    db = tmp_path / "jsonl.duckdb"
+    code = main(
+        [
+            "write",
+            "--run",
+            str(tmp_path / "run.json"),
+            "--records",
+            str(tmp_path / "records.jsonl"),
+            "--target",
+            f"duckdb:///{db}",
+        ]
+    )
+    assert code == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.sql(
+            "SELECT record_identifier, record_payload->>'email', status FROM census.sync_log ORDER BY 1"
+        ).fetchall()
+    assert rows == [
+        ("a@example.com", "a@example.com", "succeeded"),
+        ("b@example.com", "b@example.com", "rejected"),
+    ]
+
+
+def test_write_rejects_a_jsonl_file_missing_a_column(tmp_path: Path, demo: Path) -> None:
+    (tmp_path / "records.jsonl").write_text(json.dumps({"record_identifier": "a", "operation": "upsert"}))
+    code = main(
+        [
+            "write",
+            "--run",
+            str(demo / "inputs" / "5678" / "run.json"),
+            "--records",
+            str(tmp_path / "records.jsonl"),
+            "--target",
+            f"duckdb:///{tmp_path / 'x.duckdb'}",
+        ]
+    )
+    assert code == 2
+    with duckdb.connect(str(tmp_path / "x.duckdb")) as db:
+        tables = db.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'census'")
+        assert tables.fetchone() == (0,)
+
+
+def test_records_filters_and_csv(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = f"duckdb:///{demo / 'demo.duckdb'}"
+    assert (
+        main(["records", "--target", target, "--sync", "1234", "--status", "rejected", "--limit", "5"]) == 0
+    )
+    shown = capsys.readouterr().out
+    assert "record_identifier" in shown and "rejected" in shown and "succeeded" not in shown
+    out = tmp_path / "invalid.csv"
+    assert (
+        main(["records", "--target", target, "--sync", "1234", "--status", "invalid", "--out", str(out)]) == 0
+    )
+    rows = list(csv.DictReader(out.open()))
+    assert rows and all(r["invalid_reason"] in {"NULL", "DUPLICATE"} for r in rows)
+    someone = next(r["record_identifier"] for r in rows if r["record_identifier"])
+    assert (
+        main(["records", "--target", target, "--sync", "1234", "--search", someone, "--out", str(out)]) == 0
+    )
+    assert {r["record_identifier"] for r in csv.DictReader(out.open())} == {someone}
+
+
+def test_cleanup_command(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cleanup", "--target", f"duckdb:///{demo / 'demo.duckdb'}"]) == 0
+    assert "cleanup done: 0 rows deleted" in capsys.readouterr().out
