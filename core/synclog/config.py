@@ -78,6 +78,8 @@ class Config:
     staging_dir: str | None = None
     state_dir: str = DEFAULT_STATE_DIR
     """Where batches of runs in progress are kept until the run completes."""
+    keep_on_target_failure: bool = True
+    """Keep batches for `synclog flush` when the target fails, instead of failing the sync."""
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Config:
@@ -97,7 +99,11 @@ class Config:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "config") -> Config:
         """Build a config from parsed TOML, naming the first unknown or malformed key."""
-        _only(data, {"targets", "defaults", "syncs", "staging_dir", "state_dir"}, source)
+        _only(
+            data,
+            {"targets", "defaults", "syncs", "staging_dir", "state_dir", "keep_on_target_failure"},
+            source,
+        )
         defaults = _sync_settings(data.get("defaults", {}), SyncSettings(), f"{source}: defaults")
         syncs: dict[int, SyncSettings] = {}
         for key, value in dict(data.get("syncs", {})).items():
@@ -111,7 +117,10 @@ class Config:
             for name, value in dict(data.get("targets", {})).items()
         }
         state_dir = str(data.get("state_dir", DEFAULT_STATE_DIR))
-        return cls(targets, defaults, syncs, data.get("staging_dir"), state_dir)
+        keep = data.get("keep_on_target_failure", True)
+        if not isinstance(keep, bool):
+            raise ConfigError(f"{source}: keep_on_target_failure must be true or false")
+        return cls(targets, defaults, syncs, data.get("staging_dir"), state_dir, keep)
 
     def sync(self, sync_id: int) -> SyncSettings:
         """Settings of `sync_id` (the defaults where it has none)."""

@@ -1,15 +1,19 @@
 """The run store: validated canonical batches of runs in progress, kept until the run completes.
 
 Layout per run: `ROOT/<sync_id>/<sync_run_id>/batch_number=N/*.parquet`. A batch written again
-replaces its folder. Incoming writes are staged in a hidden folder beside it (Spark ignores
+replaces its folder. When the target is down, `pending.json` beside the batches says what is
+still to be loaded: the store doubles as the spool that `SyncLog.flush` empties.
+Incoming writes are staged in a hidden folder beside it (Spark ignores
 names starting with `.`) and only moved in once they passed validation.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -17,6 +21,16 @@ from pyspark.sql import DataFrame, SparkSession
 from synclog.model import Run
 
 PARTITION = "batch_number"
+PENDING = "pending.json"
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Batches of a run that a target could not take yet, and whether the run has finished."""
+
+    run: Run
+    batches: tuple[int, ...]
+    finished: bool
 
 
 class RunStore:
@@ -58,3 +72,39 @@ class RunStore:
     def drop(self, run: Run) -> None:
         """Forget `run` once every layout has what it needs."""
         shutil.rmtree(self.run_dir(run), ignore_errors=True)
+
+    def mark_pending(self, run: Run, batches: Iterable[int], *, finished: bool) -> Pending:
+        """Remember that `batches` (added to those already pending) still wait for the target."""
+        before = self.pending_of(run)
+        pending = Pending(
+            run=run,
+            batches=tuple(sorted({*batches, *(before.batches if before else ())})),
+            finished=finished or (before.finished if before else False),
+        )
+        data = {"run": run.to_dict(), "batches": list(pending.batches), "finished": pending.finished}
+        path = self.run_dir(run) / PENDING
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
+        scratch.write_text(json.dumps(data), encoding="utf-8")
+        scratch.replace(path)
+        return pending
+
+    def pending_of(self, run: Run) -> Pending | None:
+        """What of `run` still waits for the target, if anything."""
+        return _read_pending(self.run_dir(run) / PENDING)
+
+    def all_pending(self) -> list[Pending]:
+        """Every run with something waiting for the target, oldest run first."""
+        found = [_read_pending(p) for p in self.root.glob(f"*/*/{PENDING}")]
+        return sorted((p for p in found if p), key=lambda p: p.run.started_at)
+
+    def clear_pending(self, run: Run) -> None:
+        """The target has everything of `run` that was waiting."""
+        (self.run_dir(run) / PENDING).unlink(missing_ok=True)
+
+
+def _read_pending(path: Path) -> Pending | None:
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Pending(Run.from_dict(data["run"]), tuple(data["batches"]), bool(data["finished"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from synclog.canonical import canonical_frame, canonical_schema
 from synclog.config import Config
+from synclog.errors import ConfigError, InputError
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.registry import layout
 from synclog.layouts.table import TableSpec
@@ -21,7 +22,7 @@ from synclog.model import Run
 from synclog.plugins.manager import registry
 from synclog.records import VIOLATION, check_columns, raise_violation
 from synclog.retention import CleanupResult, cleanup
-from synclog.runstore import PARTITION, RunStore
+from synclog.runstore import PARTITION, Pending, RunStore
 from synclog.spark import spark_session
 from synclog.targets.base import Target
 
@@ -35,6 +36,8 @@ class WriteResult:
     statuses: dict[str, int]
     loaded: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    pending: bool = False
+    """True when the target failed and the batches wait in the run store for `flush`."""
 
     @property
     def records(self) -> int:
@@ -96,30 +99,62 @@ class SyncLog:
             shutil.rmtree(incoming, ignore_errors=True)
             raise
         batches = self.store.commit(run, incoming)
-        if not batches:
-            return WriteResult(statuses={}, seconds=time.perf_counter() - started)
-        frame = self.store.read(self.spark, run, batches).drop(VIOLATION)
-        loaded = self._load(run, frame, "batch_rows")
-        return WriteResult(statuses, loaded, time.perf_counter() - started)
+        waiting = self.store.pending_of(run)
+        to_load = sorted({*batches, *(waiting.batches if waiting else ())})
+        loaded = self._load_or_keep(run, to_load, finished=False)
+        return WriteResult(statuses, loaded or {}, time.perf_counter() - started, loaded is None)
 
     def finish(self, run: Run) -> dict[str, int]:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
 
         Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in.
+        Returns rows loaded per table (empty when the target was down and the run was kept).
         """
-        if not self.store.has(run):
-            frame = self.spark.createDataFrame([], canonical_schema())
-        else:
-            frame = self.store.read(self.spark, run).drop(VIOLATION)
-        loaded = self._load(run, frame, "run_rows")
-        self.store.drop(run)
-        return loaded
+        waiting = self.store.pending_of(run)
+        return self._load_or_keep(run, waiting.batches if waiting else (), finished=True) or {}
 
     def write_run(self, run: Run, records: DataFrame) -> WriteResult:
         """Log a whole, finished run in one call: `write`, then `finish`."""
         result = self.write(run, records)
         loaded = {**result.loaded, **self.finish(run)}
-        return WriteResult(result.statuses, loaded, result.seconds)
+        pending = self.store.pending_of(run) is not None
+        return WriteResult(result.statuses, loaded, result.seconds, pending)
+
+    def flush(self) -> list[Pending]:
+        """Load what earlier writes kept because the target was down; return what is still kept."""
+        for pending in self.store.all_pending():
+            self._load_or_keep(pending.run, pending.batches, finished=pending.finished)
+        return self.store.all_pending()
+
+    def _load_or_keep(self, run: Run, batches: Sequence[int], *, finished: bool) -> dict[str, int] | None:
+        """Load `batches` (and the run-level tables once `finished`); on a target failure keep
+        them in the run store for `flush` and return None, so the sync itself never fails."""
+        try:
+            loaded = {}
+            if batches:
+                frame = self.store.read(self.spark, run, batches).drop(VIOLATION)
+                loaded.update(self._load(run, frame, "batch_rows"))
+            self.store.clear_pending(run)
+            if finished:
+                loaded.update(self._load(run, self._whole_run(run), "run_rows"))
+                self.store.drop(run)
+            return loaded
+        except (InputError, ConfigError):
+            raise
+        except Exception as exc:
+            if not self.config.keep_on_target_failure:
+                raise
+            kept = self.store.mark_pending(run, batches, finished=finished)
+            self.progress(
+                f"warning: {self.target.url} failed ({_first_line(exc)}); kept {len(kept.batches)} "
+                f"batch(es) of run {run.sync_run_id} in {self.store.root} for `synclog flush`"
+            )
+            return None
+
+    def _whole_run(self, run: Run) -> DataFrame:
+        if not self.store.has(run):
+            return self.spark.createDataFrame([], canonical_schema())
+        return self.store.read(self.spark, run).drop(VIOLATION)
 
     def _load(self, run: Run, records: DataFrame, phase: str) -> dict[str, int]:
         settings = self.config.sync(run.sync_id)
@@ -155,3 +190,8 @@ class SyncLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

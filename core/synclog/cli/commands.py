@@ -47,6 +47,10 @@ def add_parsers(subs: Any) -> None:
     _target_option(records)
     records.set_defaults(handler=run_records)
 
+    flush = subs.add_parser("flush", help="load batches kept while the target was down")
+    _target_option(flush)
+    flush.set_defaults(handler=run_flush)
+
     plugins = subs.add_parser("plugins", help="list installed targets and their capabilities")
     plugins.set_defaults(handler=run_plugins)
 
@@ -78,11 +82,26 @@ def run_write(args: argparse.Namespace) -> int:
         records = read_records(log.spark, args.records)
         result = log.write(run, records) if args.in_progress else log.write_run(run, records)
     statuses = ", ".join(f"{n:,} {s}" for s, n in sorted(result.statuses.items()))
+    if result.pending:
+        print(
+            f"target unavailable: {result.records:,} records of run {run.sync_run_id} "
+            "kept for `synclog flush`"
+        )
+        return 0
     print(
         f"logged {result.records:,} records of run {run.sync_run_id} ({statuses}) "
         f"into {log.target.url} in {result.seconds:.1f}s"
     )
     return 0
+
+
+def run_flush(args: argparse.Namespace) -> int:
+    """`synclog flush`: retry the loads that failed while the target was down."""
+    with open_log(args, progress=print) as log:
+        before = len(log.store.all_pending())
+        still = log.flush()
+    print(f"flushed {before - len(still)} of {before} kept run(s)")
+    return 0 if not still else 1
 
 
 def run_cleanup(args: argparse.Namespace) -> int:
