@@ -1,0 +1,241 @@
+"""Snowflake checks beyond the conformance suite, run on fakesnow and on a real account.
+
+Not a test module itself: `test_snowflake.py` (fakesnow) and `test_snowflake_live.py` (a real
+account) subclass `SnowflakeSuite` with their own `target_url` and names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+
+from synclog.config import Config, SyncSettings
+from synclog.errors import TargetError
+from synclog.layouts.census import SYNC_LOG
+from synclog.layouts.registry import LAYOUTS
+from synclog.layouts.table import Column, ColumnType, TableSpec
+from synclog.targets.base import Target
+from synclog.testing.conformance import TargetConformance
+from synclog.testing.factories import make_records, make_run, record_rows
+from synclog_snowflake.target import LOAD_TABLE_PREFIX
+
+#: Seed 000's two Snowflake queries character for character (trailing blanks and semicolons too).
+SEED_000_VERBATIM = (
+    "SELECT * \nFROM CENSUS.CENSUS.SYNC_LOG log\nLEFT JOIN CENSUS.CENSUS.SOURCE_OBJECTS source\n"
+    "ON log.source_object_id = source.id\nWHERE log.sync_id = 1234;",
+    "SELECT * \nFROM CENSUS.CENSUS.SYNC_LOG log \nLEFT JOIN CENSUS.CENSUS.SOURCE_OBJECTS source \n"
+    "ON log.source_object_id = source.id\nWHERE log.sync_run_id = 5678\n  AND log.operation = 'delete';",
+)
+
+SEED_002_COMMON_ERRORS = """select
+  failure_reason,
+  count(*) as c
+from hightouch_audit.sync_snapshot
+where failure_reason is not null
+group by failure_reason
+order by c desc"""
+
+SEED_002_ENTERED_AND_EXITED = """with details as (
+  select
+    model_name,
+    row_id,
+    op_type as type,
+    started_at as timestamp,
+    lag(op_type) over(partition by model_name, row_id order by started_at) as lag_type
+  from hightouch_audit.sync_changelog c
+  join hightouch_audit.sync_runs r on c.sync_id = r.sync_id
+  where op_type != 'changed'
+  order by model_name, row_id
+)
+
+select
+  row_id as user_id,
+  model_name as audience,
+  type,
+  timestamp
+from details
+where (lag_type != type or lag_type is null)
+order by model_name, row_id, timestamp"""
+
+SEED_002_CURRENT_ROWS = """with model_names as (
+  select distinct
+    sync_id,
+    model_name
+  from hightouch_audit.sync_runs
+)
+
+select
+  model_name,
+  row_id as user_id
+from hightouch_audit.sync_snapshot s
+join model_names r on s.sync_id = r.sync_id
+where s.status != 'failed'
+qualify row_number() over (partition by user_id, model_name order by null) = 1
+order by user_id"""
+
+#: Every logical column type, in a schema of its own: the target is generic over TableSpecs.
+EVERY_TYPE = TableSpec(
+    layout="probe",
+    schema="probe_audit",
+    name="every_type",
+    columns=(
+        Column("id", ColumnType.BIGINT),
+        Column("small", ColumnType.INTEGER),
+        Column("label", ColumnType.STRING),
+        Column("doc", ColumnType.JSON),
+        Column("seen_at", ColumnType.TIMESTAMP),
+        Column("flag", ColumnType.BOOLEAN),
+    ),
+    replace_key=("id",),
+)
+AT = datetime(2024, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+
+
+def database(target: Target) -> str:
+    """The database `target` writes into (CENSUS unless the URL names another)."""
+    return str(target.settings.database)
+
+
+def record_statements(monkeypatch: pytest.MonkeyPatch, target: Target) -> list[str]:
+    """Every statement `target` sends from now on."""
+    sent: list[str] = []
+    original = target._cursor  # type: ignore[attr-defined]
+
+    def recording(sql: str, params: Any) -> Any:
+        sent.append(sql)
+        return original(sql, params)
+
+    monkeypatch.setattr(target, "_cursor", recording)
+    return sent
+
+
+def fail_on(monkeypatch: pytest.MonkeyPatch, target: Target, starts: str) -> None:
+    """Make the first statement of `target` that starts with `starts` fail."""
+    original: Callable[[str, Any], Any] = target._cursor  # type: ignore[attr-defined]
+
+    def failing(sql: str, params: Any) -> Any:
+        if sql.startswith(starts):
+            raise TargetError("Snowflake: injected failure")
+        return original(sql, params)
+
+    monkeypatch.setattr(target, "_cursor", failing)
+
+
+class SnowflakeSuite(TargetConformance):
+    """The conformance suite plus what is particular to Snowflake."""
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def test_payloads_are_variant_objects(self, target: Target, spark: SparkSession) -> None:
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        rows = target.query(
+            "SELECT record_payload:email::VARCHAR AS email, record_payload:seats::INT AS seats "
+            f"FROM {self.seed('CENSUS.CENSUS.SYNC_LOG')} "
+            "WHERE record_identifier = 'user1234-6@example.com'"
+        ).to_pylist()
+        assert rows == [{"EMAIL": "user6@example.com", "SEATS": 6}]
+        columns = target.query(
+            f"SELECT column_name, data_type FROM {database(target)}.INFORMATION_SCHEMA.COLUMNS "
+            "WHERE table_schema = 'CENSUS' AND table_name = 'SYNC_LOG_RECORDS' "
+            "AND column_name IN ('RECORD_PAYLOAD', 'BATCH_STARTED_AT')"
+        ).to_pylist()
+        assert {(c["COLUMN_NAME"], c["DATA_TYPE"]) for c in columns} == {
+            ("RECORD_PAYLOAD", "VARIANT"),
+            ("BATCH_STARTED_AT", "TIMESTAMP_TZ"),
+        }
+
+    def test_loads_go_through_the_stage(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        sent = record_statements(monkeypatch, target)
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        log_table = target.relation(SYNC_LOG).render()
+        puts = [s for s in sent if s.startswith("PUT 'file://")]
+        copies = [s for s in sent if s.startswith("COPY INTO")]
+        assert len(puts) >= 4  # at least one Parquet file per table: the log and three metadata tables
+        assert len(copies) == 4
+        assert all("FROM (SELECT" in c and "@" in c for c in copies)
+        assert not [s for s in sent if s.startswith(f"INSERT INTO {log_table}") and "VALUES" in s]
+        leftovers = target.query(
+            f"SELECT COUNT(*) AS n FROM {database(target)}.INFORMATION_SCHEMA.TABLES WHERE table_name LIKE ?",
+            [f"{LOAD_TABLE_PREFIX}%"],
+        )
+        assert leftovers.column(0)[0].as_py() == 0
+
+    def test_a_failed_replacement_changes_nothing(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        run = make_run()
+        rows = record_rows(run)
+        log = self.log(target, spark)
+        log.write_run(run, make_records(spark, rows))
+        log_table = target.relation(SYNC_LOG).render()
+        fail_on(monkeypatch, target, f"INSERT INTO {log_table}")
+        with pytest.raises(TargetError, match="injected failure"):
+            log.write(run, make_records(spark, [r for r in rows if r[5] == 0][:5]))
+        # The DELETE of batch 0 ran inside the transaction and was rolled back with it.
+        assert self.count(target) == 40
+        assert self.count(target, "batch_number = 0") == 20
+
+    def test_any_table_spec_round_trips(self, target: Target, spark: SparkSession) -> None:
+        target.ensure([EVERY_TYPE])
+        first = pa.table(
+            {
+                "id": pa.array([1, 2], pa.int64()),
+                "small": pa.array([7, None], pa.int32()),
+                "label": ["one", None],
+                "doc": [json.dumps({"k": [1, 2]}), None],
+                "seen_at": pa.array([AT, AT], pa.timestamp("us", tz="UTC")),
+                "flag": [True, None],
+            }
+        )
+        assert target.replace_rows(EVERY_TYPE, first) == 2
+        again = spark.createDataFrame(
+            [(2, 9, "two", '{"k": []}', AT, False)],
+            "id bigint, small int, label string, doc string, seen_at timestamp, flag boolean",
+        )
+        assert target.replace_rows(EVERY_TYPE, again) == 1
+        relation = target.relation(EVERY_TYPE).render()
+        rows = target.query(
+            'SELECT "ID", "SMALL", "LABEL", "DOC":k[1]::INT AS k, "SEEN_AT", "FLAG" '
+            f'FROM {relation} ORDER BY "ID"'
+        ).to_pylist()
+        assert [tuple(r.values()) for r in rows] == [
+            (1, 7, "one", 2, AT, True),
+            (2, 9, "two", None, AT, False),
+        ]
+        assert str(target.relation(EVERY_TYPE)) == f"{database(target)}.PROBE_AUDIT.EVERY_TYPE"
+
+    # -- seeds -------------------------------------------------------------------------------
+
+    def test_seed_000_queries_run_verbatim(self, target: Target, spark: SparkSession) -> None:
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        by_sync, deletes = (target.query(self.seed(sql)) for sql in SEED_000_VERBATIM)
+        assert (by_sync.num_rows, deletes.num_rows) == (40, 10)
+        assert set(deletes.column("OPERATION").to_pylist()) == {"delete"}
+        assert set(by_sync.column("NAME").to_pylist()) == {"High-value customers"}
+
+    # -- seed 002 ------------------------------------------------------------------------------
+
+    def test_seed_002_queries_run_unchanged(self, target: Target, spark: SparkSession) -> None:
+        if "hightouch" not in LAYOUTS:
+            pytest.skip("the hightouch layout is not registered in this build")
+        config = Config(defaults=SyncSettings(layouts=("hightouch",)))
+        run = make_run()
+        self.log(target, spark, config).write_run(run, make_records(spark, record_rows(run)))
+        # Two-part names resolve against the connection's database (from the URL).
+        errors = target.query(SEED_002_COMMON_ERRORS).to_pylist()
+        entered = target.query(SEED_002_ENTERED_AND_EXITED)
+        current = target.query(SEED_002_CURRENT_ROWS)
+        assert errors and all(r["FAILURE_REASON"] for r in errors)
+        assert entered.num_rows > 0
+        assert current.num_rows > 0

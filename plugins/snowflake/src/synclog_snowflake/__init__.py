@@ -1,0 +1,1 @@
+"""synclog's Snowflake target."""

@@ -1,0 +1,22 @@
+"""What the Snowflake target can do, as data."""
+
+from __future__ import annotations
+
+from synclog.capabilities import Capabilities, Casefold
+
+MAX_VARIANT_BYTES = 16 * 1024 * 1024
+"""Snowflake's limit for one VARIANT value (16 MB)."""
+
+ROW_HEADROOM_BYTES = 1024 * 1024
+"""COPY reads each Parquet row as one VARIANT ($1), so a payload leaves room for the row's other columns."""
+
+CAPABILITIES = Capabilities(
+    json_type="VARIANT",
+    casefold=Casefold.UPPER,
+    max_identifier_length=255,
+    three_part_names=True,
+    transactions=True,
+    merge=True,
+    staging_formats=("parquet",),
+    max_json_bytes=MAX_VARIANT_BYTES - ROW_HEADROOM_BYTES,
+)

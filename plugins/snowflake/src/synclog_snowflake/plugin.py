@@ -1,0 +1,32 @@
+"""Registers the Snowflake target (the connector is imported only when a target is opened)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synclog.plugins.hookspecs import hookimpl
+from synclog.targets.base import Target, TargetSettings, TargetType
+from synclog.urls import TargetURL
+from synclog_snowflake.capabilities import CAPABILITIES
+
+
+def _open(url: TargetURL, settings: TargetSettings) -> Target:
+    from synclog_snowflake.target import SnowflakeTarget
+
+    return SnowflakeTarget(url, settings)
+
+
+TARGET_TYPE = TargetType(
+    name="snowflake",
+    schemes=("snowflake",),
+    capabilities=CAPABILITIES,
+    summary="Snowflake; VARIANT payloads, loaded by PUT to a temporary stage and COPY INTO",
+    opener=_open,
+    example_url="snowflake://USER@ACCOUNT/CENSUS?warehouse=WH&role=ROLE",
+)
+
+
+@hookimpl
+def synclog_register_targets(register: Any) -> None:
+    """Register the Snowflake target."""
+    register(TARGET_TYPE)

@@ -1,0 +1,43 @@
+"""The Snowflake statements of a bulk load: PUT to a stage, COPY INTO with a transform."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from synclog.errors import ConfigError
+from synclog.layouts.table import Column, ColumnType, TableSpec
+from synclog.naming import Relation
+
+
+def put_sql(path: str, stage: Relation, prefix: str) -> str:
+    """Upload one local file, as is (Parquet is compressed already), under `@stage/prefix/`."""
+    if "'" in path:
+        raise ConfigError(f"staging path {path!r} contains a quote; choose another staging_dir")
+    return f"PUT 'file://{path}' @{stage.render()}/{prefix}/ AUTO_COMPRESS = FALSE OVERWRITE = TRUE"
+
+
+def copy_sql(
+    into: Relation, table: TableSpec, stage: Relation, prefix: str, types: Mapping[ColumnType, str]
+) -> str:
+    """COPY the Parquet files under `@stage/prefix/` into `into`, typing each column on the way.
+
+    FORCE: the files are new by construction (a fresh prefix per load), and a replay must load
+    again rather than be skipped by the load history. PURGE removes them once loaded.
+    """
+    columns = ", ".join(into.quoted(into.casefold.apply(c.name)) for c in table.columns)
+    picked = ", ".join(_read(c, types) for c in table.columns)
+    return (
+        f"COPY INTO {into.render()} ({columns}) "
+        f"FROM (SELECT {picked} FROM @{stage.render()}/{prefix}/) "
+        "FILE_FORMAT = (TYPE = PARQUET) ON_ERROR = ABORT_STATEMENT FORCE = TRUE PURGE = TRUE"
+    )
+
+
+def _read(column: Column, types: Mapping[ColumnType, str]) -> str:
+    """The transform for one column: `$1:"name"` is the Parquet field, typed for the table."""
+    field = '$1:"' + column.name.replace('"', '""') + '"'
+    if column.type is ColumnType.JSON:
+        return f"PARSE_JSON({field}::VARCHAR)"
+    if column.type is ColumnType.TIMESTAMP:
+        return f"TO_TIMESTAMP_TZ({field}::NUMBER, 6)"
+    return f"{field}::{types[column.type]}"
