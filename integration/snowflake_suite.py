@@ -179,8 +179,8 @@ class SnowflakeSuite(TargetConformance):
         log.write_run(run, make_records(spark, rows))
         log_table = target.relation(SYNC_LOG).render()
         fail_on(monkeypatch, target, f"INSERT INTO {log_table}")
-        with pytest.raises(TargetError, match="injected failure"):
-            log.write(run, make_records(spark, [r for r in rows if r[5] == 0][:5]))
+        result = log.write(run, make_records(spark, [r for r in rows if r[5] == 0][:5]))
+        assert result.pending  # the failed load is kept for `synclog flush`, not lost
         # The DELETE of batch 0 ran inside the transaction and was rolled back with it.
         assert self.count(target) == 40
         assert self.count(target, "batch_number = 0") == 20
