@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from synclog.config import Config, SyncSettings
 from synclog.errors import ConfigError, TargetError
+from synclog.layouts.base import arrow_rows
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
 from synclog.plugins.manager import registry
@@ -30,6 +31,7 @@ bigquery = pytest.importorskip("google.cloud.bigquery", reason="google-cloud-big
 from synclog_bigquery import loading  # noqa: E402
 from synclog_bigquery.connection import ConnectionSettings, named_markers, query_parameters  # noqa: E402
 from synclog_bigquery.connector import connector_available  # noqa: E402
+from synclog_bigquery.loading import INLINE_ROWS  # noqa: E402
 from synclog_bigquery.target import STAGE_PREFIX, BigQueryTarget  # noqa: E402
 
 DAY_MS = 86_400_000
@@ -165,6 +167,15 @@ class TestBigQuery(TargetConformance):
         assert result.loaded["census.source_objects"] == 1
         tables = target.client.list_tables(bigquery.DatasetReference(target.project, "census"))
         assert not [t.table_id for t in tables if t.table_id.startswith(STAGE_PREFIX)]
+
+    def test_a_large_driver_table_goes_through_a_load_job(self, target: BigQueryTarget) -> None:
+        rows = [{"id": i, "type": "DataWarehouse::Table", "name": f"T{i}"} for i in range(INLINE_ROWS + 1)]
+        table = arrow_rows(SOURCE_OBJECTS, rows)
+        target.ensure([SOURCE_OBJECTS])
+        assert target.replace_rows(SOURCE_OBJECTS, table) == INLINE_ROWS + 1
+        assert target.replace_rows(SOURCE_OBJECTS, table.slice(0, 2)) == 2
+        relation = target.relation(SOURCE_OBJECTS).render()
+        assert target.query(f"SELECT COUNT(*) AS n FROM {relation}").to_pylist() == [{"n": INLINE_ROWS + 1}]
 
     def test_failed_swap_leaves_the_table_and_no_staging(
         self, target: BigQueryTarget, spark: SparkSession
