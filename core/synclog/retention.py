@@ -32,7 +32,7 @@ def cutoffs(table: TableSpec, config: Config, now: datetime) -> Cutoffs:
         for sync_id, settings in config.syncs.items()
         if settings.retention_for(public) != default_days
     }
-    return Cutoffs(default=now - timedelta(days=default_days), per_sync=per_sync)
+    return Cutoffs(default=now - timedelta(days=default_days), per_sync=per_sync, now=now)
 
 
 def retained_tables() -> list[TableSpec]:

@@ -36,6 +36,8 @@ class Cutoffs:
 
     default: datetime
     per_sync: Mapping[int, datetime] = field(default_factory=dict)
+    now: datetime | None = None
+    """When the cut-offs were taken; targets whose partitions expire derive retention days from it."""
 
 
 class Target(ABC):

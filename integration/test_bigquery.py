@@ -1,0 +1,265 @@
+"""The conformance suite and BigQuery's specifics against local-bigquery, run as a server process.
+
+The server venv is built by the harness on first use (about 70 s once, Python >= 3.13 needed);
+without a usable Python 3.13 the server tests skip with the reason.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from harness.bigquery_server import BigQueryServer, ServerUnavailable, local_bigquery_server
+from pyspark.sql import SparkSession
+
+from synclog.config import Config, SyncSettings
+from synclog.errors import ConfigError, TargetError
+from synclog.layouts.base import arrow_rows
+from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
+from synclog.layouts.registry import LAYOUTS
+from synclog.plugins.manager import registry
+from synclog.testing.conformance import TargetConformance
+from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.urls import TargetURL
+
+bigquery = pytest.importorskip("google.cloud.bigquery", reason="google-cloud-bigquery is not installed")
+
+from synclog_bigquery import loading  # noqa: E402
+from synclog_bigquery.connection import ConnectionSettings, named_markers, query_parameters  # noqa: E402
+from synclog_bigquery.connector import connector_available  # noqa: E402
+from synclog_bigquery.loading import INLINE_ROWS  # noqa: E402
+from synclog_bigquery.target import STAGE_PREFIX, BigQueryTarget  # noqa: E402
+
+DAY_MS = 86_400_000
+
+# Seed 002's first two example queries, verbatim.
+SEED_002_COMMON_ERRORS = """select
+  failure_reason,
+  count(*) as c
+from hightouch_audit.sync_snapshot
+where failure_reason is not null
+group by failure_reason
+order by c desc"""
+
+SEED_002_ENTERED_AND_EXITED = """with details as (
+  select
+    model_name,
+    row_id,
+    op_type as type,
+    started_at as timestamp,
+    lag(op_type) over(partition by model_name, row_id order by started_at) as lag_type
+  from hightouch_audit.sync_changelog c
+  join hightouch_audit.sync_runs r on c.sync_id = r.sync_id
+  where op_type != 'changed'
+  order by model_name, row_id
+)
+
+select
+  row_id as user_id,
+  model_name as audience,
+  type,
+  timestamp
+from details
+where (lag_type != type or lag_type is null)
+order by model_name, row_id, timestamp"""
+
+
+@pytest.fixture(scope="session")
+def bigquery_server() -> Iterator[BigQueryServer]:
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(local_bigquery_server())
+        except ServerUnavailable as exc:
+            pytest.skip(f"local-bigquery unavailable: {exc}")
+        yield server
+
+
+def fresh_url(server: BigQueryServer, **query: str) -> str:
+    """A URL naming a project of its own, so every test starts without datasets."""
+    options = "".join(f"&{key}={value}" for key, value in query.items())
+    return f"bigquery://synclog-{uuid.uuid4().hex[:12]}?endpoint={server.endpoint}{options}"
+
+
+def open_target(url: str, **options: Any) -> BigQueryTarget:
+    from synclog.targets.base import TargetSettings
+
+    target = registry().open(TargetURL.parse(url), TargetSettings(options=options))
+    assert isinstance(target, BigQueryTarget)
+    return target
+
+
+class TestBigQuery(TargetConformance):
+    @pytest.fixture
+    def target_url(self, bigquery_server: BigQueryServer) -> Iterator[str]:
+        yield fresh_url(bigquery_server)
+
+    def test_log_table_is_partitioned_clustered_and_expires(
+        self, target: BigQueryTarget, spark: SparkSession
+    ) -> None:
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        table = target.client.get_table(target.table_ref(target.relation(SYNC_LOG)))
+        partitioning = table.time_partitioning
+        assert (partitioning.type_, partitioning.field) == ("DAY", "batch_started_at")
+        assert partitioning.expiration_ms == 7 * DAY_MS
+        assert table.clustering_fields == ["sync_id", "sync_run_id"]
+        assert {f.name: f.field_type for f in table.schema}["record_payload"] == "JSON"
+        view = target.client.get_table(target.table_ref(target.relation(SYNC_LOG, SYNC_LOG.view)))
+        assert view.table_type == "VIEW"
+        metadata = target.client.get_table(target.table_ref(target.relation(SOURCE_OBJECTS)))
+        assert metadata.time_partitioning is None
+
+    def test_cleanup_keeps_partitions_for_the_longest_retention(
+        self, target: BigQueryTarget, spark: SparkSession
+    ) -> None:
+        config = Config(syncs={99: SyncSettings(retention_days=30)})
+        log = self.log(target, spark, config)
+        run = make_run()
+        log.write_run(run, make_records(spark, record_rows(run)))
+        log.cleanup(datetime.now(UTC))
+        table = target.client.get_table(target.table_ref(target.relation(SYNC_LOG)))
+        assert table.time_partitioning.expiration_ms == 30 * DAY_MS
+
+    def test_expiry_option_sets_the_first_expiry(self, bigquery_server: BigQueryServer) -> None:
+        with open_target(fresh_url(bigquery_server), partition_expiration_days=3) as target:
+            target.ensure([SYNC_LOG])
+            table = target.client.get_table(target.table_ref(target.relation(SYNC_LOG)))
+        assert table.time_partitioning.expiration_ms == 3 * DAY_MS
+
+    def test_datasets_are_made_in_the_configured_location(self, bigquery_server: BigQueryServer) -> None:
+        with open_target(fresh_url(bigquery_server, location="EU")) as target:
+            target.ensure([SYNC_LOG])
+            dataset = target.client.get_dataset(bigquery.DatasetReference(target.project, "census"))
+        assert dataset.location == "EU"
+
+    def test_one_load_job_per_write_and_no_staging_left(
+        self, target: BigQueryTarget, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        loads: list[Any] = []
+        parts: list[int] = []
+        real_load, real_stage = target.client.load_table_from_file, loading.parquet_stage
+
+        def counted_load(*args: Any, **kwargs: Any) -> Any:
+            loads.append(args[1])
+            return real_load(*args, **kwargs)
+
+        @contextmanager
+        def counted_stage(*args: Any, **kwargs: Any) -> Iterator[list[str]]:
+            with real_stage(*args, **kwargs) as files:
+                parts.append(len(files))
+                yield files
+
+        monkeypatch.setattr(target.client, "load_table_from_file", counted_load)
+        monkeypatch.setattr(loading, "parquet_stage", counted_stage)
+        run = make_run()
+        records = make_records(spark, record_rows(run, count=400, batches=4)).repartition(6)
+        result = self.log(target, spark).write(run, records)
+        assert result.loaded["census.sync_log"] == 400
+        assert target.load_method == "parquet"
+        # The executors wrote several part files; one load job took them all. The one-row
+        # metadata tables went inline, without a load job.
+        assert parts[0] > 1
+        assert len(loads) == 1
+        assert result.loaded["census.source_objects"] == 1
+        tables = target.client.list_tables(bigquery.DatasetReference(target.project, "census"))
+        assert not [t.table_id for t in tables if t.table_id.startswith(STAGE_PREFIX)]
+
+    def test_a_large_driver_table_goes_through_a_load_job(self, target: BigQueryTarget) -> None:
+        rows = [{"id": i, "type": "DataWarehouse::Table", "name": f"T{i}"} for i in range(INLINE_ROWS + 1)]
+        table = arrow_rows(SOURCE_OBJECTS, rows)
+        target.ensure([SOURCE_OBJECTS])
+        assert target.replace_rows(SOURCE_OBJECTS, table) == INLINE_ROWS + 1
+        assert target.replace_rows(SOURCE_OBJECTS, table.slice(0, 2)) == 2
+        relation = target.relation(SOURCE_OBJECTS).render()
+        assert target.query(f"SELECT COUNT(*) AS n FROM {relation}").to_pylist() == [{"n": INLINE_ROWS + 1}]
+
+    def test_failed_swap_leaves_the_table_and_no_staging(
+        self, target: BigQueryTarget, spark: SparkSession
+    ) -> None:
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        # A row in the log table's shape that replaces batch 0 but carries text that is not JSON.
+        row = {c: None for c in SYNC_LOG.column_names()}
+        row.update(log_id="x", sync_id=1234, sync_run_id=5678, batch_number=0, record_payload="{not json")
+        frame = spark.createDataFrame([row], SYNC_LOG.spark_schema())
+        with pytest.raises(TargetError, match=r"^BigQuery loading census\.sync_log_records: .*JSON"):
+            target.replace_rows(SYNC_LOG, frame)
+        assert self.count(target) == 40
+        tables = target.client.list_tables(bigquery.DatasetReference(target.project, "census"))
+        assert not [t.table_id for t in tables if t.table_id.startswith(STAGE_PREFIX)]
+
+    def test_parameters_bind_in_order_after_a_with_clause(self, target: BigQueryTarget) -> None:
+        rows = target.query("WITH x AS (SELECT ? AS a) SELECT a, ? AS b FROM x WHERE a < ?", [1, 2, 3])
+        assert rows.to_pylist() == [{"a": 1, "b": 2}]
+        with pytest.raises(TargetError, match="2 \\? markers but 1 parameters"):
+            target.query("SELECT ?, ?", [1])
+
+    def test_seed_002_queries_run_unchanged(self, target: BigQueryTarget, spark: SparkSession) -> None:
+        if "hightouch" not in LAYOUTS:
+            pytest.skip("the hightouch layout is not registered yet")
+        config = Config(defaults=SyncSettings(layouts=("census", "hightouch")))
+        log = self.log(target, spark, config)
+        for run_id in (1, 2):
+            run = make_run(sync_run_id=run_id)
+            log.write_run(run, make_records(spark, record_rows(run)))
+        errors = target.query(SEED_002_COMMON_ERRORS)
+        changes = target.query(SEED_002_ENTERED_AND_EXITED)
+        assert errors.column_names == ["failure_reason", "c"]
+        assert errors.num_rows >= 1
+        assert changes.column_names == ["user_id", "audience", "type", "timestamp"]
+        assert changes.num_rows >= 1
+
+
+# -- without a server ------------------------------------------------------------------------
+
+
+def test_url_options() -> None:
+    url = TargetURL.parse("bigquery://my-project?location=EU&endpoint=http://127.0.0.1:9050")
+    assert ConnectionSettings.from_url(url) == ConnectionSettings("my-project", "EU", "http://127.0.0.1:9050")
+    assert ConnectionSettings.from_url(TargetURL.parse("bigquery://")).project is None
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("bigquery://proj?region=EU", "unknown option 'region'"),
+        ("bigquery://proj/census", "bigquery://PROJECT"),
+        ("bigquery://proj?location=EU;DROP", "not a BigQuery location"),
+        ("bigquery://?endpoint=http://127.0.0.1:1", "name the project"),
+        ("bigquery://proj?endpoint=ftp://x", "not an http"),
+    ],
+)
+def test_bad_urls_say_why(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ConnectionSettings.from_url(TargetURL.parse(url))
+
+
+def test_markers_outside_literals_and_comments_are_numbered() -> None:
+    sql = "SELECT '?' AS a, `b?` AS b, ? AS c -- ?\nFROM t WHERE d = ? /* ? */"
+    assert named_markers(sql) == (
+        "SELECT '?' AS a, `b?` AS b, @p0 AS c -- ?\nFROM t WHERE d = @p1 /* ? */",
+        2,
+    )
+
+
+def test_query_parameters_are_typed() -> None:
+    now = datetime.now(UTC)
+    params = query_parameters([1, "a", now, None, [3, 4]])
+    assert [p.name for p in params] == ["p0", "p1", "p2", "p3", "p4"]
+    assert [p.to_api_repr()["parameterType"].get("type") for p in params] == [
+        "INT64",
+        "STRING",
+        "TIMESTAMP",
+        "STRING",
+        "ARRAY",
+    ]
+    with pytest.raises(TargetError, match="cannot pass a object"):
+        query_parameters([object()])
+
+
+def test_no_connector_on_this_classpath(spark: SparkSession) -> None:
+    assert connector_available(spark) is False

@@ -1,0 +1,1 @@
+"""synclog target for Google BigQuery."""

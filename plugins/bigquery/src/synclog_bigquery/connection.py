@@ -1,0 +1,146 @@
+"""`bigquery://PROJECT?location=…&endpoint=…`: the client, query parameters and one-line errors."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from google.api_core.exceptions import GoogleAPIError
+from google.cloud import bigquery
+
+from synclog.errors import ConfigError, TargetError
+from synclog.urls import TargetURL
+
+_QUERY_KEYS = ("location", "endpoint")
+# String literals, quoted names and comments (where a `?` is text), or a `?` marker.
+_SQL_TOKENS = re.compile(
+    r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`[^`]*`|--[^\n]*|#[^\n]*|/\*.*?\*/|\?""", re.S
+)
+_LOCATION = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+_PROJECT = re.compile(r"^[a-z][a-z0-9.:-]*[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Where the log tables live: a project (None: the environment's default), a location, an endpoint."""
+
+    project: str | None
+    location: str | None = None
+    endpoint: str | None = None
+    """A non-Google endpoint (a local stand-in): anonymous credentials are used with it."""
+
+    @classmethod
+    def from_url(cls, url: TargetURL) -> ConnectionSettings:
+        """Read `bigquery://PROJECT?location=EU&endpoint=http://127.0.0.1:9050`."""
+        unknown = sorted(set(url.query) - set(_QUERY_KEYS))
+        if unknown:
+            raise ConfigError(f"{url}: unknown option {unknown[0]!r} (known: {', '.join(_QUERY_KEYS)})")
+        if url.user or url.port or url.path.strip("/"):
+            raise ConfigError(f"{url}: a BigQuery URL is bigquery://PROJECT?location=…[&endpoint=URL]")
+        project = url.host or None
+        if project is not None and not _PROJECT.match(project):
+            raise ConfigError(f"{url}: {project!r} is not a BigQuery project id")
+        location = url.query.get("location") or None
+        if location is not None and not _LOCATION.match(location):
+            raise ConfigError(f"{url}: location {location!r} is not a BigQuery location such as US or EU")
+        endpoint = url.query.get("endpoint") or None
+        if endpoint is not None and not re.match(r"^https?://", endpoint):
+            raise ConfigError(f"{url}: endpoint {endpoint!r} is not an http(s) URL")
+        if endpoint is not None and project is None:
+            raise ConfigError(f"{url}: name the project when an endpoint is given")
+        return cls(project, location, endpoint)
+
+    def client(self) -> bigquery.Client:
+        """A client on Google's endpoint with default credentials, or on the given endpoint anonymously."""
+        if self.endpoint is None:
+            with translated_errors("connecting to BigQuery"):
+                return bigquery.Client(project=self.project, location=self.location)
+        from google.auth.credentials import AnonymousCredentials
+
+        return bigquery.Client(
+            project=self.project,
+            location=self.location,
+            credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": self.endpoint},
+        )
+
+
+Parameter = bigquery.ScalarQueryParameter | bigquery.ArrayQueryParameter
+
+
+def named_markers(sql: str) -> tuple[str, int]:
+    """`sql` with its `?` markers numbered as `@p0`, `@p1`, …, and how many there were.
+
+    Named parameters bind the same everywhere; local-bigquery binds positional ones in the
+    wrong order once a WITH clause precedes them.
+    """
+    count = 0
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group(0) != "?":
+            return match.group(0)
+        count += 1
+        return f"@p{count - 1}"
+
+    return _SQL_TOKENS.sub(number, sql), count
+
+
+def query_parameters(values: Sequence[Any]) -> list[Parameter]:
+    """Parameters `p0`, `p1`, … (see `named_markers`), typed from the Python values."""
+    params: list[Parameter] = []
+    for i, value in enumerate(values):
+        if isinstance(value, list | tuple):
+            kinds = {_scalar_type(v) for v in value if v is not None}
+            if len(kinds) > 1:
+                raise TargetError(f"a query parameter array mixes types: {sorted(kinds)}")
+            params.append(
+                bigquery.ArrayQueryParameter(f"p{i}", kinds.pop() if kinds else "STRING", list(value))
+            )
+        else:
+            params.append(bigquery.ScalarQueryParameter(f"p{i}", _scalar_type(value), value))
+    return params
+
+
+def _scalar_type(value: Any) -> str:
+    if value is None or isinstance(value, str):
+        return "STRING"
+    if isinstance(value, bool):
+        return "BOOL"
+    if isinstance(value, int):
+        return "INT64"
+    if isinstance(value, float):
+        return "FLOAT64"
+    if isinstance(value, Decimal):
+        return "NUMERIC"
+    if isinstance(value, datetime):
+        return "TIMESTAMP" if value.tzinfo is not None else "DATETIME"
+    if isinstance(value, date):
+        return "DATE"
+    if isinstance(value, bytes):
+        return "BYTES"
+    raise TargetError(f"cannot pass a {type(value).__name__} as a BigQuery query parameter")
+
+
+@contextmanager
+def translated_errors(what: str) -> Iterator[None]:
+    """Turn the client's (multi-line) errors into a one-line TargetError."""
+    try:
+        yield
+    except GoogleAPIError as exc:
+        raise TargetError(f"BigQuery {what}: {one_line(exc)}") from None
+
+
+def one_line(exc: GoogleAPIError) -> str:
+    """The first error message of a BigQuery failure, without URL, location and job id."""
+    errors = getattr(exc, "errors", None) or []
+    message = next((e.get("message") for e in errors if isinstance(e, dict) and e.get("message")), None)
+    if message is None:
+        first = (str(getattr(exc, "message", exc)).strip().splitlines() or [""])[0]
+        message = re.sub(r"^(GET|POST|PUT|PATCH|DELETE) \S+: ", "", first)
+    return " ".join(message.split()) or type(exc).__name__
