@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from fsspec.implementations.arrow import ArrowFSWrapper
 from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities, Casefold
@@ -209,16 +210,19 @@ class LakeTarget(Target):
             self._duckdb = duckdb.connect()
             self._duckdb.execute("SET TimeZone = 'UTC'")
             if self.location.s3:
-                from fsspec.implementations.arrow import ArrowFSWrapper
-
-                wrapper = type("S3ArrowFS", (ArrowFSWrapper,), {"protocol": "s3"})
-                self._duckdb.register_filesystem(wrapper(self.fs))
+                self._duckdb.register_filesystem(_S3ForDuckDB(self.fs))
         return self._duckdb
 
     def close(self) -> None:
         if self._duckdb is not None:
             self._duckdb.close()
             self._duckdb = None
+
+
+class _S3ForDuckDB(ArrowFSWrapper):
+    """pyarrow's S3 filesystem as fsspec's `s3` protocol, which DuckDB reads s3:// URLs through."""
+
+    protocol = "s3"
 
 
 def lake_location(url: TargetURL, options: Mapping[str, Any]) -> LakeLocation:

@@ -114,7 +114,8 @@ def publish(fs: pafs.FileSystem, path: str, write: Any) -> None:
     Readers see the old file or the new one, never a part of one.
     """
     folder, name = posixpath.split(path)
-    fs.create_dir(folder, recursive=True)
+    if isinstance(fs, pafs.LocalFileSystem):  # object stores have no folders to make
+        fs.create_dir(folder, recursive=True)
     temporary = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
     try:
         with fs.open_output_stream(temporary) as stream:
