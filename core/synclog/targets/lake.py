@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from fsspec.implementations.arrow import ArrowFSWrapper
+from pyspark.errors import PythonException
 from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities, Casefold
@@ -259,12 +260,14 @@ def _template(table: TableSpec) -> PathTemplate:
 
 @contextmanager
 def _storage_errors(location: LakeLocation) -> Iterator[None]:
-    """Storage failures (OSError from pyarrow) as one-line TargetErrors."""
+    """Storage failures, on the driver (OSError) or an executor, as one-line TargetErrors."""
     try:
         yield
     except OSError as exc:
-        where = location.uri()
-        raise TargetError(f"lake {where}: {str(exc).splitlines()[0]}") from None
+        raise TargetError(f"lake {location.uri()}: {str(exc).splitlines()[0]}") from None
+    except PythonException as exc:  # the executor's traceback ends with "SomeError: message"
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise TargetError(f"lake {location.uri()}: an executor failed: {lines[-1].strip()}") from None
 
 
 TARGET_TYPE = TargetType(
