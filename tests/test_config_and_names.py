@@ -18,7 +18,7 @@ def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("SYNCLOG_CONFIG", raising=False)
     config = Config.load()
     assert config.sync(1).retention_days == 7
-    assert config.sync(1).layouts == ("census",)
+    assert config.sync(1).layouts == ()  # the target's own default layout
     url, _ = config.resolve_target(None)
     assert str(url) == DEFAULT_TARGET
 

@@ -48,6 +48,8 @@ class Capabilities:
     """Whether the hightouch layout's `fields` column is written."""
     embedded: bool = False
     """Whether the target is a local file that needs no server (the demo's default)."""
+    layouts: tuple[str, ...] = ("census", "hightouch")
+    """The layouts the target can hold; the first is written when the config names none."""
 
     def as_rows(self) -> list[tuple[str, str]]:
         """(name, value) pairs, for `synclog plugins` and the generated docs matrix."""

@@ -45,7 +45,8 @@ class TableSettings:
 class SyncSettings:
     """What is written for a sync, and how long it is kept."""
 
-    layouts: tuple[str, ...] = ("census",)
+    layouts: tuple[str, ...] = ()
+    """Layouts to write; empty means the target's default layout (its capabilities' first)."""
     retention_days: int = DEFAULT_RETENTION_DAYS
     tables: Mapping[str, TableSettings] = field(default_factory=dict)
 

@@ -37,7 +37,8 @@ class RunStore:
     """Canonical batches on local (or executor-shared) disk, by sync and run."""
 
     def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
+        # Absolute now: Spark's JVM resolves a relative path against its own start directory.
+        self.root = Path(root).absolute()
 
     def run_dir(self, run: Run) -> Path:
         """The folder of `run`'s committed batches."""

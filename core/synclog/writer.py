@@ -85,6 +85,7 @@ class SyncLog:
         Raises InputError, before anything is written, when `records` break the contract.
         """
         started = time.perf_counter()
+        self.layouts(run.sync_id)
         check_columns(records)
         canonical = canonical_frame(run, records, datetime.now(UTC))
         incoming = self.store.incoming(run)
@@ -156,11 +157,25 @@ class SyncLog:
             return self.spark.createDataFrame([], canonical_schema())
         return self.store.read(self.spark, run).drop(VIOLATION)
 
+    def layouts(self, sync_id: int) -> tuple[str, ...]:
+        """The layouts written for `sync_id`: the configured ones, else the target's default.
+
+        Raises ConfigError when the target cannot hold a configured layout.
+        """
+        held = self.target.capabilities.layouts
+        chosen = self.config.sync(sync_id).layouts or held[:1]
+        for name in chosen:
+            if name not in held:
+                raise ConfigError(
+                    f"target {self.target.url} cannot hold the {name!r} layout (it holds: {', '.join(held)})"
+                )
+        return chosen
+
     def _load(self, run: Run, records: DataFrame, phase: str) -> dict[str, int]:
         settings = self.config.sync(run.sync_id)
         ctx = LayoutContext(run, records, self.target.capabilities)
         loaded: dict[str, int] = {}
-        for name in settings.layouts:
+        for name in self.layouts(run.sync_id):
             for table, rows in getattr(layout(name), phase)(ctx):
                 if not settings.table(table.view or table.name).enabled:
                     continue

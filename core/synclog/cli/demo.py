@@ -6,6 +6,7 @@ import argparse
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,9 @@ from pyspark.sql import DataFrame
 from synclog.cli.output import format_table
 from synclog.config import Config
 from synclog.demo import report
-from synclog.demo.simulator import RUNS_PER_SYNC, SYNCS, history, records
+from synclog.demo.simulator import DEMO_ORG_ID, RUNS_PER_SYNC, SYNCS, history, records
+from synclog.targets.base import Target
+from synclog.targets.lake import LakeTarget
 from synclog.writer import SyncLog
 
 DEMO_TARGET = "duckdb:///synclog-demo.duckdb"
@@ -74,15 +77,39 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def _print_answers(log: SyncLog) -> None:
-    target = log.target
+    """The answers of each layout the demo wrote (a layout without answers prints none)."""
+    last = SYNCS[0].first_run_id + RUNS_PER_SYNC - 1  # sync 1234's last run: 5678
+    written = dict.fromkeys(name for sync in SYNCS for name in log.layouts(sync.sync_id))
+    for name in written:
+        answer = ANSWERS.get(name)
+        if answer is not None:
+            answer(log.target, last)
+
+
+def _census_answers(target: Target, last: int) -> None:
     print("What is the most common reason the destinations reject records?")
     print(format_table(report.rejection_reasons(target)), "\n")
     print("Which records failed the identifier checks?")
     print(format_table(report.invalid_records(target)), "\n")
-    segment = SYNCS[0]
-    last = segment.first_run_id + RUNS_PER_SYNC - 1
-    print(f"Who entered and who left the segment in sync {segment.sync_id}'s run {last}?")
-    print(format_table(report.segment_changes(target, segment.sync_id, last)), "\n")
+    print(f"Who entered and who left the segment in sync 1234's run {last}?")
+    print(format_table(report.segment_changes(target, 1234, last)), "\n")
+
+
+def _lake_answers(target: Target, last: int) -> None:
+    if not isinstance(target, LakeTarget):
+        raise TypeError(f"the lake layout's answers need a lake target, not {target.url}")
+    org = DEMO_ORG_ID
+    print(f"Why were records of sync 1234's run {last} rejected? (seed 003, on {target.uri()})")
+    print(report.SEED_003.replace(report.SEED_003_PATH, repr(target.uri(report.run_files(org, 1234, last)))))
+    print(format_table(report.rejected_records(target, org, 1234, last)), "\n")
+    print("Which statuses do the lake's records have?")
+    print(format_table(report.lake_statuses(target)), "\n")
+    print(f"What do the payloads of run {last} hold? (its metadata.json)")
+    print(format_table(report.lake_payload_schema(target, org, 1234, last)), "\n")
+
+
+ANSWERS: dict[str, Callable[[Target, int], None]] = {"census": _census_answers, "lake": _lake_answers}
+"""The questions the demo answers, per layout."""
 
 
 def emit_inputs(folder: Path, run: dict[str, Any], frame: DataFrame) -> None:

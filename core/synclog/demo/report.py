@@ -1,4 +1,4 @@
-"""Answer the seeds' questions on what the demo wrote, with SQL any target runs."""
+"""Answer the seeds' questions on what the demo wrote: SQL per layout, as the seeds write it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,14 @@ import pyarrow as pa
 
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.targets.base import Target
+from synclog.targets.lake import LakeTarget
+
+SEED_003 = """SELECT status_message, ARRAY_AGG(identifier) AS rejected_records
+FROM read_parquet('s3://your_bucket/sync_tracking_datasets/1/2/3/*.parquet', union_by_name=True)
+WHERE status = 'rejected'
+GROUP BY 1"""
+"""Seed 003's DuckDB query over one run's Sync Tracking files."""
+SEED_003_PATH = "'s3://your_bucket/sync_tracking_datasets/1/2/3/*.parquet'"
 
 
 def rejection_reasons(target: Target, limit: int = 5) -> pa.Table:
@@ -50,4 +58,34 @@ def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
         "GROUP BY source.name, CASE WHEN ops.operation = 'delete' THEN 'left' ELSE 'entered' END "
         "ORDER BY change",
         [sync_id, sync_run_id],
+    )
+
+
+def run_files(org_id: int, sync_id: int, sync_run_id: int) -> str:
+    """The lake path of one run's records files, as seed 003 globs them."""
+    return f"sync_tracking_datasets/{org_id}/{sync_id}/{sync_run_id}/*.parquet"
+
+
+def rejected_records(target: LakeTarget, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
+    """Seed 003's query on one run of the lake, unchanged but for its path (bound as a parameter)."""
+    sql = SEED_003.replace(SEED_003_PATH, target.placeholder)
+    return target.query(sql, [target.uri(run_files(org_id, sync_id, sync_run_id))])
+
+
+def lake_statuses(target: LakeTarget) -> pa.Table:
+    """Records per status across every run the lake holds."""
+    return target.query(
+        "SELECT status, COUNT(*) AS records FROM read_parquet(?, union_by_name=True) "
+        "GROUP BY status ORDER BY status",
+        [target.uri("sync_tracking_datasets/*/*/*/*.parquet")],
+    )
+
+
+def lake_payload_schema(target: LakeTarget, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
+    """The record payload schema of one run, from its metadata.json."""
+    return target.query(
+        "SELECT field.key AS field, field.value ->> '$' AS json_type "
+        "FROM read_json_objects(?) AS metadata, "
+        "json_each(metadata.json -> 'record_payload_schema') AS field ORDER BY 1",
+        [target.uri(f"sync_tracking_datasets/{org_id}/{sync_id}/{sync_run_id}/metadata.json")],
     )

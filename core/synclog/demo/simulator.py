@@ -26,6 +26,7 @@ BATCH_SIZE = 5_000
 """People per batch: a batch holds the records of up to this many consecutive people."""
 HISTORY_DAYS = 10
 RUNS_PER_SYNC = 6
+DEMO_ORG_ID = 1
 DUPLICATES = 2
 """Records per run sent twice: each pair is flagged DUPLICATE."""
 NULLS = 3
@@ -152,7 +153,7 @@ def history(now: datetime, scale: float = 1.0) -> list[SimulatedRun]:
             started += timedelta(hours=3 * offset)
             failed = (sync.sync_id, index) == FAILED_RUN
             run = Run(
-                org_id=1,
+                org_id=DEMO_ORG_ID,
                 workspace_id=11,
                 sync_id=sync.sync_id,
                 sync_run_id=sync.first_run_id + index,

@@ -24,10 +24,14 @@ _ARROW: dict[ColumnType, pa.DataType] = {
 }
 
 
+def arrow_schema(table: TableSpec) -> pa.Schema:
+    """The Arrow schema of `table`'s columns (JSON travels as text)."""
+    return pa.schema([pa.field(c.name, _ARROW[c.type]) for c in table.columns])
+
+
 def arrow_rows(table: TableSpec, rows: list[dict[str, Any]]) -> pa.Table:
     """A small Arrow table with exactly `table`'s columns, for rows built on the driver."""
-    schema = pa.schema([pa.field(c.name, _ARROW[c.type]) for c in table.columns])
-    return pa.Table.from_pylist(rows, schema=schema)
+    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
 
 
 @dataclass(frozen=True)

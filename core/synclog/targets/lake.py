@@ -1,0 +1,286 @@
+"""The built-in lake target: the lake layout's files in a local folder or an S3 bucket.
+
+    lake:///relative/folder          lake:////absolute/folder
+    lake+s3://BUCKET/PREFIX
+
+S3 settings come from the target's `options` in synclog.toml (`endpoint_url`, `region`,
+`access_key_id`, `secret_access_key`, `session_token`), from the URL (`lake+s3://KEY:SECRET@…`,
+the secret best through `password_env`), or from the environment (AWS_ENDPOINT_URL,
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION); without keys,
+pyarrow's AWS default credential chain applies.
+
+Records files are written by the Spark executors, one file per (org, sync, run, batch, batch
+type), each published whole (see `lake_files.publish`); a replayed batch replaces its files and
+removes the batch's files of batch types it no longer has. Fact tables are upserted by id
+(read, replace the rows with the incoming ids, publish). Two writers upserting the same
+organisation's fact table at the same moment can lose one of the upserts: the last one wins.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, ClassVar
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from fsspec.implementations.arrow import ArrowFSWrapper
+from pyspark.errors import PythonException
+from pyspark.sql import DataFrame
+
+from synclog.capabilities import Capabilities, Casefold
+from synclog.errors import ConfigError, TargetError
+from synclog.layouts.base import arrow_schema
+from synclog.layouts.lake import FILES
+from synclog.layouts.table import ColumnType, Rows, TableSpec
+from synclog.plugins.hookspecs import hookimpl
+from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
+from synclog.targets.lake_files import (
+    DEFAULT_REGION,
+    GroupWriter,
+    LakeLocation,
+    PathTemplate,
+    conform,
+    groups,
+    read_parquet,
+    write_parquet,
+)
+from synclog.urls import TargetURL
+
+CAPABILITIES = Capabilities(
+    json_type="STRING",
+    casefold=Casefold.NONE,
+    max_identifier_length=255,
+    transactions=False,
+    views=False,
+    staging_formats=("parquet",),
+    layouts=("lake",),
+)
+
+
+class LakeTarget(Target):
+    """Parquet and JSON files under a folder or an S3 prefix."""
+
+    capabilities: ClassVar[Capabilities] = CAPABILITIES
+
+    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
+        super().__init__(url, settings)
+        self.location = lake_location(url, settings.options)
+        self.fs = self.location.filesystem()
+        self._duckdb: duckdb.DuckDBPyConnection | None = None
+
+    def uri(self, relative: str = "") -> str:
+        """Where readers outside synclog (DuckDB, Spark, …) find `relative` inside the lake."""
+        return self.location.uri(relative)
+
+    def ensure(self, tables: Sequence[TableSpec]) -> None:
+        for table in tables:
+            _template(table)
+        with _storage_errors(self.location):
+            if not self.location.s3:
+                self.fs.create_dir(self.location.root, recursive=True)
+                return
+            bucket = self.location.root.split("/")[0]
+            if self.fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+                raise TargetError(f"{self.url}: the bucket {bucket!r} does not exist")
+
+    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
+        template = _template(table)
+        with _storage_errors(self.location):
+            if set(table.replace_key) <= set(template.fields):
+                written = self._write_files(table, template, rows)
+                self._remove_stale(table, template, {path for path, _ in written})
+                return sum(count for _, count in written)
+            return self._upsert(table, template, rows)
+
+    def _write_files(self, table: TableSpec, template: PathTemplate, rows: Rows) -> list[tuple[str, int]]:
+        json_columns = frozenset(c.name for c in table.columns if c.type is ColumnType.JSON)
+        writer = GroupWriter(self.location, template.text, arrow_schema(table), json_columns)
+        if isinstance(rows, DataFrame):
+
+            def write(group: pa.Table) -> pa.Table:  # Spark counts a bound method's `self` as an argument
+                return writer.write(group)
+
+            done = rows.groupBy(*template.fields).applyInArrow(write, GroupWriter.RESULT).collect()
+            return [(row["path"], row["rows"]) for row in done]
+        return [
+            (row["path"], row["rows"])
+            for group in groups(rows, template.fields)
+            for row in writer.write(group).to_pylist()
+        ]
+
+    def _remove_stale(self, table: TableSpec, template: PathTemplate, written: set[str]) -> None:
+        """Delete the older files of each written key whose other fields (batch type) differ."""
+        if set(template.fields) <= set(table.replace_key):
+            return
+        by_folder: dict[str, list[re.Pattern[str]]] = {}
+        for path in written:
+            values = template.parse(path) or {}
+            key = {name: values[name] for name in table.replace_key}
+            by_folder.setdefault(posixpath.dirname(path), []).append(template.pattern(key))
+        for folder, patterns in by_folder.items():
+            selector = pafs.FileSelector(self.location.path(folder), allow_not_found=True)
+            for info in self.fs.get_file_info(selector):
+                relative = self.location.relative(info.path)
+                if relative not in written and any(p.fullmatch(relative) for p in patterns):
+                    self.fs.delete_file(info.path)
+
+    def _upsert(self, table: TableSpec, template: PathTemplate, rows: Rows) -> int:
+        if isinstance(rows, DataFrame):
+            raise TargetError(f"{table}: the lake upserts small Arrow tables only, not Spark frames")
+        schema, key = arrow_schema(table), list(table.replace_key)
+        for group in groups(rows, template.fields):
+            path = self.location.path(template.render(group.slice(0, 1).to_pylist()[0]))
+            incoming = conform(group, schema)
+            existing = read_parquet(self.fs, path)
+            if existing is not None:
+                replaced = {tuple(r.values()) for r in incoming.select(key).to_pylist()}
+                kept = [tuple(r.values()) not in replaced for r in existing.select(key).to_pylist()]
+                incoming = pa.concat_tables([conform(existing.filter(pa.array(kept)), schema), incoming])
+            write_parquet(self.fs, path, incoming)
+        return rows.num_rows
+
+    def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
+        """Delete whole run folders whose newest batch started before their sync's cut-off."""
+        if table.time_column is None or table not in FILES:
+            return 0
+        template = _template(table)
+        folder_template = PathTemplate(posixpath.dirname(template.text))
+        top = self.location.path(template.text.split("/")[0])
+        runs: dict[str, list[pafs.FileInfo]] = {}
+        with _storage_errors(self.location):
+            selector = pafs.FileSelector(top, recursive=True, allow_not_found=True)
+            for info in self.fs.get_file_info(selector):
+                folder = posixpath.dirname(self.location.relative(info.path))
+                if info.is_file and folder_template.parse(folder) is not None:
+                    runs.setdefault(folder, []).append(info)
+            deleted = 0
+            for folder, files in sorted(runs.items()):
+                sync_id = int((folder_template.parse(folder) or {})["sync_id"])
+                cutoff = cutoffs.per_sync.get(sync_id, cutoffs.default)
+                batches = [f for f in files if template.parse(self.location.relative(f.path))]
+                newest, rows = self._newest(batches, table.time_column)
+                newest = newest or max(f.mtime for f in files)
+                if newest < cutoff:
+                    self.fs.delete_dir(self.location.path(folder))
+                    deleted += rows
+        return deleted
+
+    def _newest(self, files: list[pafs.FileInfo], column: str) -> tuple[datetime | None, int]:
+        """The latest `column` value across `files` and their total row count."""
+        newest: datetime | None = None
+        rows = 0
+        for info in files:
+            times = pq.read_table(info.path, columns=[column], filesystem=self.fs).column(column)
+            rows += len(times)
+            latest = pc.max(times).as_py()
+            if latest is not None and (newest is None or latest > newest):
+                newest = latest
+        return newest, rows
+
+    def existing_tables(self, tables: Sequence[TableSpec]) -> list[TableSpec]:
+        with _storage_errors(self.location):
+            return [
+                t
+                for t in tables
+                if t in FILES
+                and self.fs.get_file_info(self.location.path(FILES[t].split("/")[0])).type
+                != pafs.FileType.NotFound
+            ]
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        """Run `sql` in an in-memory DuckDB that reads this lake's files (see `uri`).
+
+        DuckDB reads s3:// URLs through pyarrow's S3 filesystem, wrapped for fsspec (the
+        httpfs extension is not needed).
+        """
+        try:
+            return self._connection().sql(sql, params=list(params) or None).to_arrow_table()
+        except duckdb.Error as exc:
+            raise TargetError(f"lake query failed: {str(exc).splitlines()[0]}") from None
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._duckdb is None:
+            self._duckdb = duckdb.connect()
+            self._duckdb.execute("SET TimeZone = 'UTC'")
+            if self.location.s3:
+                self._duckdb.register_filesystem(_S3ForDuckDB(self.fs))
+        return self._duckdb
+
+    def close(self) -> None:
+        if self._duckdb is not None:
+            self._duckdb.close()
+            self._duckdb = None
+
+
+class _S3ForDuckDB(ArrowFSWrapper):
+    """pyarrow's S3 filesystem as fsspec's `s3` protocol, which DuckDB reads s3:// URLs through."""
+
+    protocol = "s3"
+
+
+def lake_location(url: TargetURL, options: Mapping[str, Any]) -> LakeLocation:
+    """Where `lake:///folder` or `lake+s3://bucket/prefix` points, with S3 settings resolved."""
+    if url.scheme == "lake":
+        if url.host:
+            raise ConfigError(
+                f"{url}: a lake folder URL has no host; use lake:///relative/folder or lake:////absolute/folder"
+            )
+        folder = url.path[1:] if url.path.startswith("/") else url.path
+        if not folder:
+            raise ConfigError(f"{url}: name a folder, e.g. lake:///synclog-lake")
+        return LakeLocation(root=os.path.abspath(folder))
+    if not url.host:
+        raise ConfigError(f"{url}: name a bucket, e.g. lake+s3://my-bucket/synclog")
+    env = os.environ.get
+    return LakeLocation(
+        root=posixpath.join(url.host, url.path.strip("/")).rstrip("/"),
+        s3=True,
+        endpoint_url=options.get("endpoint_url") or env("AWS_ENDPOINT_URL_S3") or env("AWS_ENDPOINT_URL"),
+        region=options.get("region") or env("AWS_REGION") or env("AWS_DEFAULT_REGION") or DEFAULT_REGION,
+        access_key=url.user or options.get("access_key_id") or env("AWS_ACCESS_KEY_ID"),
+        secret_key=url.password or options.get("secret_access_key") or env("AWS_SECRET_ACCESS_KEY"),
+        session_token=options.get("session_token") or env("AWS_SESSION_TOKEN"),
+    )
+
+
+def _template(table: TableSpec) -> PathTemplate:
+    try:
+        return PathTemplate(FILES[table])
+    except KeyError:
+        raise TargetError(f"the lake holds only the lake layout's files, not {table}") from None
+
+
+@contextmanager
+def _storage_errors(location: LakeLocation) -> Iterator[None]:
+    """Storage failures, on the driver (OSError) or an executor, as one-line TargetErrors."""
+    try:
+        yield
+    except OSError as exc:
+        raise TargetError(f"lake {location.uri()}: {str(exc).splitlines()[0]}") from None
+    except PythonException as exc:  # the executor's traceback ends with "SomeError: message"
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise TargetError(f"lake {location.uri()}: an executor failed: {lines[-1].strip()}") from None
+
+
+TARGET_TYPE = TargetType(
+    name="lake",
+    schemes=("lake", "lake+s3"),
+    capabilities=CAPABILITIES,
+    summary="Parquet files in a folder or an S3 bucket (Census' Sync Tracking layout)",
+    opener=LakeTarget,
+    example_url="lake:///synclog-lake",
+)
+
+
+@hookimpl
+def synclog_register_targets(register: Any) -> None:
+    """Register the built-in lake target."""
+    register(TARGET_TYPE)

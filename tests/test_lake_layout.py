@@ -1,0 +1,122 @@
+"""The lake layout's mapping of the canonical frame: statuses, operations, batch types, metadata."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from pyspark.sql import SparkSession
+
+from synclog.canonical import canonical_frame
+from synclog.capabilities import Capabilities
+from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
+from synclog.layouts.base import LayoutContext
+from synclog.layouts.lake import (
+    ABORTED_MESSAGE,
+    DESTINATION_OBJECTS,
+    DESTINATIONS,
+    FILES,
+    RECORDS,
+    RUN_METADATA,
+    SOURCE_OBJECTS,
+    LakeLayout,
+)
+from synclog.layouts.registry import layout
+from synclog.payload_schema import payload_schema
+from synclog.records import VIOLATION
+from synclog.targets.lake_files import PathTemplate
+from synclog.testing.factories import make_records, make_run, record_rows
+
+CAPS = Capabilities(json_type="STRING", layouts=("lake",))
+
+
+def lake_records(spark: SparkSession, rows: list[tuple[object, ...]]) -> list[dict[str, object]]:
+    run = make_run()
+    frame = canonical_frame(run, make_records(spark, rows), datetime.now(UTC)).drop(VIOLATION)
+    ((table, records),) = LakeLayout().batch_rows(LayoutContext(run, frame, CAPS))
+    assert table is RECORDS
+    return [row.asDict() for row in records.collect()]
+
+
+def test_the_lake_layout_is_registered() -> None:
+    assert isinstance(layout("lake"), LakeLayout)
+    assert set(LakeLayout.tables) == set(FILES)
+
+
+def test_statuses_operations_and_batch_types(spark: SparkSession) -> None:
+    run = make_run()
+    base = record_rows(run, count=6, null_at=(5,), duplicate_of={4: 3})
+    given = [
+        ("upsert", "succeeded", None),
+        ("update", "rejected", "Bad email"),
+        ("create", "aborted", None),
+        ("delete", "aborted", "Run cancelled"),  # also a duplicate: the check wins
+        ("append", "succeeded", None),  # the other duplicate
+        ("mirror", "succeeded", None),  # NULL identifier
+    ]
+    rows = [(r[0], *g, *r[4:]) for r, g in zip(base, given, strict=True)]
+    got = [
+        (r["operation"], r["batch_type"], r["status"], r["status_message"]) for r in lake_records(spark, rows)
+    ]
+    assert sorted(got, key=str) == sorted(
+        [
+            ("upsert", "records_upserted", "succeeded", None),
+            ("update", "records_updated", "rejected", "Bad email"),
+            ("append", "records_appended", "rejected", ABORTED_MESSAGE),
+            ("delete", "records_deleted", "DUPLICATE", DUPLICATE_MESSAGE),
+            ("append", "records_appended", "DUPLICATE", DUPLICATE_MESSAGE),
+            ("mirror", "records_mirrored", "NULL", NULL_MESSAGE),
+        ],
+        key=str,
+    )
+
+
+def test_an_aborted_record_keeps_the_engines_message(spark: SparkSession) -> None:
+    run = make_run()
+    (row,) = record_rows(run, count=1, null_at=())
+    records = lake_records(spark, [(row[0], "upsert", "aborted", "Run cancelled by user", *row[4:])])
+    assert [(r["status"], r["status_message"]) for r in records] == [("rejected", "Run cancelled by user")]
+
+
+def test_records_rows_carry_the_file_columns_and_their_placement(spark: SparkSession) -> None:
+    run = make_run()
+    (record,) = lake_records(spark, record_rows(run, count=1, null_at=()))
+    placement = set(PathTemplate(FILES[RECORDS]).fields)
+    assert set(record) == set(RECORDS.column_names()) | placement
+    assert placement == {"org_id", "sync_id", "sync_run_id", "batch_type", "batch_number"}
+    assert record["batch_ended_at"] > record["batch_started_at"]
+    assert record["identifier"] == "user1234-0@example.com"
+
+
+def test_run_rows_are_the_metadata_and_the_facts(spark: SparkSession) -> None:
+    run = make_run(org_id=7)
+    frame = canonical_frame(run, make_records(spark, record_rows(run, count=4)), datetime.now(UTC))
+    out = dict(LakeLayout().run_rows(LayoutContext(run, frame.drop(VIOLATION), CAPS)))
+    assert list(out) == [RUN_METADATA, SOURCE_OBJECTS, DESTINATIONS, DESTINATION_OBJECTS]
+    (metadata,) = out[RUN_METADATA].to_pylist()
+    assert metadata["organization_id"] == 7
+    assert json.loads(str(metadata["record_payload_schema"])) == {
+        "email": "string",
+        "plan": "string",
+        "seats": "number",
+    }
+    for fact in (SOURCE_OBJECTS, DESTINATIONS, DESTINATION_OBJECTS):
+        assert out[fact].column("org_id").to_pylist() == [7]
+        assert out[fact].column_names == [*fact.column_names(), "org_id"]
+
+
+@pytest.mark.parametrize(
+    ("payloads", "expected"),
+    [
+        (['{"a": 1, "b": 2.5, "c": "x"}'], {"a": "number", "b": "number", "c": "string"}),
+        (['{"a": [1], "b": {"c": 1}, "d": false}'], {"a": "array", "b": "object", "d": "boolean"}),
+        (['{"a": null}', '{"a": "x"}'], {"a": "string"}),
+        (['{"a": null}'], {"a": "null"}),
+        (['{"a": 1}', '{"a": "1"}', '{"a": true}'], {"a": ["boolean", "number", "string"]}),
+        (["[1, 2]", '"text"', None], {}),
+    ],
+)
+def test_payload_schema(spark: SparkSession, payloads: list[str | None], expected: dict[str, object]) -> None:
+    frame = spark.createDataFrame([(p,) for p in payloads], "record_payload string")
+    assert payload_schema(frame) == expected
