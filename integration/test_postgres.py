@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -16,6 +17,7 @@ from synclog.errors import TargetError
 from synclog.layouts.base import arrow_rows
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
+from synclog.layouts.table import ColumnType
 from synclog.plugins.manager import registry
 from synclog.targets.base import Target
 from synclog.testing.conformance import TargetConformance, sync_log_frame
@@ -29,8 +31,12 @@ from harness.postgres_server import PostgresServer, postgres_server
 from psycopg import sql
 
 from synclog_postgres.connection import conninfo
-from synclog_postgres.copy import SUMMARY_SCHEMA, stage_task
+from synclog_postgres.copy import SUMMARY_SCHEMA, copy_batches, copy_sql, stage_task
 from synclog_postgres.target import PostgresTarget
+
+PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+BEFORE_1970 = datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+LATER = datetime(2026, 3, 1, 8, 0, 0, 123456, tzinfo=UTC)
 
 SEED_002_COMMON_ERROR = """select
   failure_reason,
@@ -168,11 +174,38 @@ class TestPostgres(TargetConformance):
         rows = arrow_rows(SYNC_LOG, [{"log_id": f"l{i}", "batch_started_at": started} for i in range(4)])
         columns = ", ".join(f'"{c}"' for c in SYNC_LOG.column_names())
         time_index = SYNC_LOG.column_names().index("batch_started_at")
-        task = stage_task(target.params, "census.stage", "census.stage_parts", columns, time_index)
+        types = [c.type for c in SYNC_LOG.columns]
+        task = stage_task(target.params, "census.stage", "census.stage_parts", columns, types, time_index)
         first, again = (list(task(iter(rows.to_batches()))) for _ in range(2))
         assert first[0].schema == SUMMARY_SCHEMA
         assert first[0].to_pylist() == again[0].to_pylist() == [{"day": started.date(), "rows": 4}]
         assert target.fetch("SELECT count(*) FROM census.stage") == [(4,)]
+
+    def test_binary_copy_round_trips_every_type(self, target: Target) -> None:
+        assert isinstance(target, PostgresTarget)
+        target.execute("CREATE TABLE t (a bigint, b integer, s text, j jsonb, t timestamptz, f boolean)")
+        new_york = pa.timestamp("us", tz="America/New_York")
+        rows = pa.table(
+            {
+                "a": pa.array([1, None, -(2**63), 2**63 - 1], pa.int64()),
+                "b": pa.array([1, -5, None, 2**31 - 1], pa.int32()),
+                "s": ["x", "", None, 'ünï\ttab\n"q"\\'],
+                "j": ['{"a": [1, 2.5, "é"]}', None, '"s"', '{"n": null}'],
+                "t": pa.array([PG_EPOCH, BEFORE_1970, None, LATER], new_york),
+                "f": [True, False, None, True],
+            }
+        )
+        types = [ColumnType.BIGINT, ColumnType.INTEGER, ColumnType.STRING, ColumnType.JSON]
+        types += [ColumnType.TIMESTAMP, ColumnType.BOOLEAN]
+        batches = rows.to_batches(max_chunksize=3)
+        copy_batches(target.connection.cursor(), copy_sql("t", "a, b, s, j, t, f"), batches, types, None)
+        got = target.fetch("SELECT a, b, s, j::text, t, f FROM t")
+        assert got == [
+            (1, 1, "x", '{"a": [1, 2.5, "é"]}', PG_EPOCH, True),
+            (None, -5, "", None, BEFORE_1970, False),
+            (-(2**63), None, None, '"s"', None, None),
+            (2**63 - 1, 2**31 - 1, 'ünï\ttab\n"q"\\', '{"n": null}', LATER, True),
+        ]
 
     # -- retention -----------------------------------------------------------------------------
 

@@ -1,22 +1,22 @@
 """COPY Arrow record batches into a staging table, on a Spark executor or on the driver.
 
-Batches become CSV in Arrow's C++ writer (NULL is an empty unquoted field, an empty string
-is `""`, exactly COPY's CSV rules) and stream through psycopg's `cursor.copy()`; Postgres
-parses JSONB and TIMESTAMPTZ while it copies, in as many server processes as there are tasks.
+Batches become binary COPY rows (`binary.encode`, vectorised) and stream through psycopg's
+`cursor.copy()`; the server parses the JSONB while it copies, in one process per task.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date
 from typing import Any
 
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
+from synclog.layouts.table import ColumnType
+from synclog_postgres import binary
 from synclog_postgres.connection import connect, one_line
 
 DayCounts = Counter[date | None]
@@ -29,27 +29,33 @@ SUMMARY_DDL = "day date, rows long"
 FAILURE_MARK = "synclog-postgres COPY failed:"
 """Starts the message of a failed executor COPY, so the driver can report it in one line."""
 
-_CSV = pacsv.WriteOptions(include_header=False, quoting_style="needed")
-
 
 def copy_sql(stage: str, columns: str) -> str:
     """The COPY statement for `stage` (a rendered relation) and its rendered column list."""
-    return f"COPY {stage} ({columns}) FROM STDIN (FORMAT csv)"
+    return f"COPY {stage} ({columns}) FROM STDIN (FORMAT binary)"
 
 
 def copy_batches(
-    cursor: psycopg.Cursor[Any], sql: str, batches: Iterable[pa.RecordBatch], time_index: int | None
+    cursor: psycopg.Cursor[Any],
+    sql: str,
+    batches: Iterable[pa.RecordBatch],
+    types: Sequence[ColumnType],
+    time_index: int | None,
 ) -> DayCounts:
-    """Stream `batches` into the COPY `sql`; count their rows per day of column `time_index`."""
+    """Stream `batches` (columns of `types`) into the binary COPY `sql`; count rows per day."""
     days: DayCounts = Counter()
     with cursor.copy(sql) as copy:
+        started = False
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            sink = pa.BufferOutputStream()
-            pacsv.write_csv(batch, sink, _CSV)
-            copy.write(memoryview(sink.getvalue()))
+            if not started:
+                copy.write(binary.SIGNATURE)
+                started = True
+            copy.write(memoryview(binary.encode(batch, types)))
             days.update(day_counts(batch, time_index))
+        if started:
+            copy.write(binary.TRAILER)
     return days
 
 
@@ -70,7 +76,12 @@ def summary(days: DayCounts) -> pa.RecordBatch:
 
 
 def stage_task(
-    params: dict[str, Any], stage: str, ledger: str, columns: str, time_index: int | None
+    params: dict[str, Any],
+    stage: str,
+    ledger: str,
+    columns: str,
+    types: Sequence[ColumnType],
+    time_index: int | None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function that COPYs one Spark partition into `stage` and commits it.
 
@@ -90,7 +101,7 @@ def stage_task(
                 cursor = conn.cursor()
                 cursor.execute(f"INSERT INTO {ledger} VALUES (%s) ON CONFLICT DO NOTHING", [part])
                 if cursor.rowcount == 1:
-                    days = copy_batches(cursor, sql, batches, time_index)
+                    days = copy_batches(cursor, sql, batches, types, time_index)
                 else:
                     days = Counter()
                     for batch in batches:

@@ -105,7 +105,7 @@ class PostgresTarget(SqlTarget):
                 what="index",
                 max_length=CAPABILITIES.max_identifier_length,
             )
-            keys = ", ".join(self.quote(k) for k in given.replace_key)
+            keys = self._keys(given)
             self.execute(f"CREATE INDEX IF NOT EXISTS {self.quote(index)} ON {relation.render()} ({keys})")
 
     def _partitions(self, relation: Relation) -> list[partitions.Partition]:
@@ -143,6 +143,9 @@ class PostgresTarget(SqlTarget):
     def _time_index(self, table: TableSpec) -> int | None:
         return None if table.time_column is None else table.column_names().index(table.time_column)
 
+    def _keys(self, table: TableSpec) -> str:
+        return ", ".join(self.quote(k) for k in table.replace_key)
+
     def _columns(self, table: TableSpec) -> str:
         return ", ".join(self.quote(c) for c in table.column_names())
 
@@ -155,7 +158,8 @@ class PostgresTarget(SqlTarget):
             copy_batches(
                 self.connection.cursor(),
                 copy_sql(stage.render(), self._columns(table)),
-                rows.to_batches(),
+                rows.to_batches(max_chunksize=10_000),
+                [c.type for c in table.columns],
                 None,
             )
             return self._move(table, relation, stage)
@@ -172,7 +176,12 @@ class PostgresTarget(SqlTarget):
         try:
             self.execute(f"CREATE UNLOGGED TABLE {ledger.render()} (part integer PRIMARY KEY)")
             task = stage_task(
-                self.params, stage.render(), ledger.render(), self._columns(table), self._time_index(table)
+                self.params,
+                stage.render(),
+                ledger.render(),
+                self._columns(table),
+                [c.type for c in table.columns],
+                self._time_index(table),
             )
             days: DayCounts = Counter()
             try:
@@ -183,7 +192,9 @@ class PostgresTarget(SqlTarget):
                 raise
             self._ensure_partitions(table, relation, days)
             with self.transaction():
-                self.execute(f"ANALYZE {stage.render()}")
+                # A small sample is enough for the planner to probe the replace-key index.
+                self.execute("SET LOCAL default_statistics_target = 10")
+                self.execute(f"ANALYZE {stage.render()} ({self._keys(table)})")
                 return self._move(table, relation, stage)
         finally:
             self.execute(f"DROP TABLE IF EXISTS {stage.render()}, {ledger.render()}")
