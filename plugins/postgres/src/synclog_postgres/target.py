@@ -200,15 +200,16 @@ class PostgresTarget(SqlTarget):
             self.execute(f"DROP TABLE IF EXISTS {stage.render()}, {ledger.render()}")
 
     def _move(self, table: TableSpec, relation: Relation, stage: Relation) -> int:
-        """Inside a transaction: delete the rows the staged keys replace, insert the staged rows."""
-        columns = self._columns(table)
-        self.execute(
-            f"DELETE FROM {relation.render()} WHERE {self.key_match_sql(stage.render(), table.replace_key)}"
-        )
-        count = self.execute(
-            f"INSERT INTO {relation.render()} ({columns}) SELECT {columns} FROM {stage.render()}"
-        )
-        self.execute(f"DROP TABLE {stage.render()}")
+        """Inside a transaction: delete the rows the staged keys replace, insert the staged rows.
+
+        Moves into one table take turns (a transaction-scoped advisory lock), so two writers
+        replaying the same keys at once cannot both insert.
+        """
+        columns, target, staged = self._columns(table), relation.render(), stage.render()
+        self.fetch("SELECT pg_advisory_xact_lock(hashtext(%s))", [target])
+        self.execute(f"DELETE FROM {target} WHERE {self.key_match_sql(staged, table.replace_key)}")
+        count = self.execute(f"INSERT INTO {target} ({columns}) SELECT {columns} FROM {staged}")
+        self.execute(f"DROP TABLE {staged}")
         return count
 
     # -- retention -----------------------------------------------------------------------------
