@@ -24,6 +24,11 @@ test: $(STAMP)  ## set up what the suite needs (Java, PostgreSQL) and run all of
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
+bench: $(STAMP)  ## measure the Postgres writeback against plain COPY, Spark JDBC and dlt; writes bench/RESULTS.md
+	./scripts/system-deps.sh
+	$(BIN)/python -m pip install -q -e "./plugins/postgres[bench]"
+	$(BIN)/python bench/postgres_bench.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 

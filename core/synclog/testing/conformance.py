@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from synclog.config import Config, SyncSettings
 from synclog.errors import InputError
@@ -42,6 +43,44 @@ LEFT JOIN CENSUS.CENSUS.SOURCE_OBJECTS source
 ON log.source_object_id = source.id
 WHERE log.sync_run_id = 5678
   AND log.operation = 'delete'"""
+
+
+FAILURE = "synclog-conformance-failure"
+"""What the frame of `failing_sync_log_frame` raises, on an executor, part-way through."""
+FAIL_AT = 399
+
+
+def _batch_or_fail(i: int) -> int:
+    if i == FAIL_AT:
+        raise RuntimeError(FAILURE)
+    return i % 2
+
+
+def sync_log_frame(spark: SparkSession, sync_run_id: int, batch_number: Column, rows: int = 400) -> DataFrame:
+    """`rows` census `sync_log` rows of `sync_run_id` in 4 partitions, built on the executors."""
+    values = {
+        "log_id": F.concat(F.lit("frame-"), F.col("id").cast("string")),
+        "sync_id": F.lit(1234),
+        "sync_run_id": F.lit(sync_run_id),
+        "record_identifier": F.concat(F.lit("frame-"), F.col("id").cast("string")),
+        "record_payload": F.lit('{"loaded": false}'),
+        "batch_started_at": F.current_timestamp(),
+        "operation": F.lit("upsert"),
+        "status": F.lit("succeeded"),
+        "batch_number": batch_number,
+    }
+    return spark.range(0, rows, numPartitions=4).select(
+        *[values.get(c.name, F.lit(None)).cast(c.type.spark()).alias(c.name) for c in SYNC_LOG.columns]
+    )
+
+
+def failing_sync_log_frame(spark: SparkSession, sync_run_id: int) -> DataFrame:
+    """Rows of batches 0 and 1 of `sync_run_id` whose last row raises FAILURE on its executor.
+
+    The first partitions are complete (and may already be staged) when the last one raises.
+    """
+    batch_number = F.udf(_batch_or_fail, "int", useArrow=False)("id")
+    return sync_log_frame(spark, sync_run_id, batch_number, rows=FAIL_AT + 1)
 
 
 class TargetConformance:
@@ -140,6 +179,17 @@ class TargetConformance:
         log.write(run, make_records(spark, first_batch))
         assert self.count(target) == 25
         assert self.count(target, "batch_number = 1") == 20
+
+    def test_failure_mid_load_leaves_nothing_half_written(self, target: Target, spark: SparkSession) -> None:
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
+        before = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
+        with pytest.raises(Exception, match=FAILURE):
+            target.replace_rows(SYNC_LOG, failing_sync_log_frame(spark, run.sync_run_id))
+        after = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
+        assert len(before) == 40
+        assert after == before
 
     def test_bad_input_writes_nothing(self, target: Target, spark: SparkSession) -> None:
         run = make_run()

@@ -1,0 +1,271 @@
+"""The conformance suite, and what only PostgreSQL does, on a real throwaway server."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from synclog.config import Config, SyncSettings
+from synclog.errors import TargetError
+from synclog.layouts.base import arrow_rows
+from synclog.layouts.census import SYNC_LOG
+from synclog.layouts.registry import LAYOUTS
+from synclog.layouts.table import ColumnType
+from synclog.plugins.manager import registry
+from synclog.targets.base import Target
+from synclog.testing.conformance import TargetConformance, sync_log_frame
+from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog.urls import TargetURL
+
+pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
+import psycopg
+from harness.errors import ServerUnavailable
+from harness.postgres_server import PostgresServer, postgres_server
+from psycopg import sql
+
+from synclog_postgres.connection import conninfo
+from synclog_postgres.copy import SUMMARY_SCHEMA, copy_batches, copy_sql, stage_task
+from synclog_postgres.target import PostgresTarget
+
+PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+BEFORE_1970 = datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+LATER = datetime(2026, 3, 1, 8, 0, 0, 123456, tzinfo=UTC)
+
+SEED_002_COMMON_ERROR = """select
+  failure_reason,
+  count(*) as c
+from hightouch_audit.sync_snapshot
+where failure_reason is not null
+group by failure_reason
+order by c desc"""
+
+SEED_002_ENTERED_EXITED = """with details as (
+  select
+    model_name,
+    row_id,
+    op_type as type,
+    started_at as timestamp,
+    lag(op_type) over(partition by model_name, row_id order by started_at) as lag_type
+  from hightouch_audit.sync_changelog c
+  join hightouch_audit.sync_runs r on c.sync_id = r.sync_id
+  where op_type != 'changed'
+  order by model_name, row_id
+)
+
+select
+  row_id as user_id,
+  model_name as audience,
+  type,
+  timestamp
+from details
+where (lag_type != type or lag_type is null)
+order by model_name, row_id, timestamp"""
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    try:
+        with postgres_server() as pg:
+            yield pg
+    except ServerUnavailable as exc:
+        pytest.skip(exc.reason)
+
+
+def stage_tables(target: Target) -> list[str]:
+    """Staging tables left behind (there should never be any)."""
+    rows = target.query("SELECT tablename FROM pg_tables WHERE tablename LIKE '\\_synclog\\_stage\\_%'")
+    return rows.column(0).to_pylist()
+
+
+def partition_days(target: Target) -> list[str]:
+    """The day partitions of census.sync_log_records, by name."""
+    rows = target.query(
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+        "WHERE i.inhparent = 'census.sync_log_records'::regclass ORDER BY 1"
+    )
+    return [name.rsplit("_p", 1)[1] for name in rows.column(0).to_pylist()]
+
+
+class TestPostgres(TargetConformance):
+    @pytest.fixture
+    def target_url(self, postgres: PostgresServer) -> Iterator[str]:
+        name = f"conformance_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        yield f"postgresql://{postgres.user}@{postgres.host}:{postgres.port}/{name}"
+        with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+    # -- names, types, partitions -------------------------------------------------------------
+
+    def test_payloads_are_jsonb_and_times_timestamptz(self, target: Target, spark: SparkSession) -> None:
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        types = target.query(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = 'census' AND table_name = 'sync_log'"
+        ).to_pylist()
+        by_name = {row["column_name"]: row["data_type"] for row in types}
+        assert by_name["record_payload"] == "jsonb"
+        assert by_name["batch_started_at"] == "timestamp with time zone"
+        seats = target.query(
+            "SELECT (record_payload->>'seats')::int AS seats FROM census.sync_log "
+            "WHERE record_payload->>'email' = 'user2@example.com'"
+        )
+        assert seats.column(0).to_pylist() == [2]
+
+    def test_log_table_is_partitioned_by_day_on_demand(self, target: Target, spark: SparkSession) -> None:
+        log = self.log(target, spark)
+        for run_id, day in ((1, 1), (2, 3), (3, 3)):
+            run = make_run(sync_run_id=run_id)
+            started = datetime(2026, 3, day, 12, tzinfo=UTC)
+            log.write(run, make_records(spark, record_rows(run, count=10, started_at=started)))
+        assert partition_days(target) == ["20260301", "20260303"]
+        assert stage_tables(target) == []
+        kind = target.query("SELECT relkind FROM pg_class WHERE oid = 'census.sync_log_records'::regclass")
+        assert kind.column(0).to_pylist() == ["p"]
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def test_killed_executor_copy_leaves_the_table_as_it_was(
+        self, target: Target, postgres: PostgresServer, spark: SparkSession
+    ) -> None:
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        before = self.count(target)
+        dsn, database = postgres.dsn, target.url.path.lstrip("/")
+
+        def kill_copy(i: int) -> int:
+            """On an executor, at row 100: terminate the server processes COPYing into staging."""
+            import psycopg
+
+            deadline = time.monotonic() + 60
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                while i == 100 and time.monotonic() < deadline:
+                    killed = conn.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = %s AND query LIKE 'COPY %%_synclog_stage_%%'",
+                        [database],
+                    ).fetchall()
+                    if any(done for (done,) in killed):
+                        break
+                    time.sleep(0.05)
+            return i % 2
+
+        kill = F.udf(kill_copy, "int", useArrow=False)
+        with pytest.raises(TargetError, match=r"loading census\.sync_log_records failed: .*terminat"):
+            target.replace_rows(SYNC_LOG, sync_log_frame(spark, run.sync_run_id, kill("id")))
+        assert self.count(target) == before
+        assert stage_tables(target) == []
+
+    def test_a_retried_partition_is_staged_once(self, target: Target) -> None:
+        assert isinstance(target, PostgresTarget)
+        target.ensure([SYNC_LOG])
+        target.execute("CREATE TABLE census.stage (LIKE census.sync_log_records)")
+        target.execute("CREATE TABLE census.stage_parts (part integer PRIMARY KEY)")
+        started = datetime(2026, 3, 1, 8, tzinfo=UTC)
+        rows = arrow_rows(SYNC_LOG, [{"log_id": f"l{i}", "batch_started_at": started} for i in range(4)])
+        columns = ", ".join(f'"{c}"' for c in SYNC_LOG.column_names())
+        time_index = SYNC_LOG.column_names().index("batch_started_at")
+        types = [c.type for c in SYNC_LOG.columns]
+        task = stage_task(target.params, "census.stage", "census.stage_parts", columns, types, time_index)
+        first, again = (list(task(iter(rows.to_batches()))) for _ in range(2))
+        assert first[0].schema == SUMMARY_SCHEMA
+        assert first[0].to_pylist() == again[0].to_pylist() == [{"day": started.date(), "rows": 4}]
+        assert target.fetch("SELECT count(*) FROM census.stage") == [(4,)]
+
+    def test_binary_copy_round_trips_every_type(self, target: Target) -> None:
+        assert isinstance(target, PostgresTarget)
+        target.execute("CREATE TABLE t (a bigint, b integer, s text, j jsonb, t timestamptz, f boolean)")
+        new_york = pa.timestamp("us", tz="America/New_York")
+        rows = pa.table(
+            {
+                "a": pa.array([1, None, -(2**63), 2**63 - 1], pa.int64()),
+                "b": pa.array([1, -5, None, 2**31 - 1], pa.int32()),
+                "s": ["x", "", None, 'ünï\ttab\n"q"\\'],
+                "j": ['{"a": [1, 2.5, "é"]}', None, '"s"', '{"n": null}'],
+                "t": pa.array([PG_EPOCH, BEFORE_1970, None, LATER], new_york),
+                "f": [True, False, None, True],
+            }
+        )
+        types = [ColumnType.BIGINT, ColumnType.INTEGER, ColumnType.STRING, ColumnType.JSON]
+        types += [ColumnType.TIMESTAMP, ColumnType.BOOLEAN]
+        batches = rows.to_batches(max_chunksize=3)
+        copy_batches(target.connection.cursor(), copy_sql("t", "a, b, s, j, t, f"), batches, types, None)
+        got = target.fetch("SELECT a, b, s, j::text, t, f FROM t")
+        assert got == [
+            (1, 1, "x", '{"a": [1, 2.5, "é"]}', PG_EPOCH, True),
+            (None, -5, "", None, BEFORE_1970, False),
+            (-(2**63), None, None, '"s"', None, None),
+            (2**63 - 1, 2**31 - 1, 'ünï\ttab\n"q"\\', '{"n": null}', LATER, True),
+        ]
+
+    # -- retention -----------------------------------------------------------------------------
+
+    def test_cleanup_drops_whole_days_and_trims_the_boundary_day(
+        self, target: Target, spark: SparkSession
+    ) -> None:
+        now = datetime(2026, 3, 10, 12, tzinfo=UTC)
+        log = self.log(target, spark)
+        for run_id, started in (
+            (1, datetime(2026, 3, 1, 8, tzinfo=UTC)),
+            (2, datetime(2026, 3, 3, 11, tzinfo=UTC)),
+            (3, datetime(2026, 3, 3, 13, tzinfo=UTC)),
+            (4, datetime(2026, 3, 9, 8, tzinfo=UTC)),
+        ):
+            run = make_run(sync_run_id=run_id)
+            log.write(run, make_records(spark, record_rows(run, count=10, batches=1, started_at=started)))
+        assert log.cleanup(now).total == 20
+        assert partition_days(target) == ["20260303", "20260309"]
+        assert self.count(target, "batch_started_at < '2026-03-03 12:00:00+00'") == 0
+        assert self.count(target) == 20
+
+    def test_cleanup_keeps_days_a_longer_retention_needs(self, target: Target, spark: SparkSession) -> None:
+        now = datetime(2026, 3, 10, 12, tzinfo=UTC)
+        log = self.log(target, spark, Config(syncs={99: SyncSettings(retention_days=30)}))
+        for sync_id, run_id in ((1234, 1), (99, 2)):
+            run = make_run(sync_id=sync_id, sync_run_id=run_id)
+            started = datetime(2026, 3, 1, 8, tzinfo=UTC)
+            log.write(run, make_records(spark, record_rows(run, count=10, started_at=started)))
+        assert log.cleanup(now).total == 10
+        assert partition_days(target) == ["20260301"]
+        assert self.count(target, "sync_id = 99") == 10
+
+    # -- connection ----------------------------------------------------------------------------
+
+    def test_password_comes_from_the_environment_and_is_never_shown(
+        self, target_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("SYNCLOG_TEST_PG_PASSWORD", "s3cret-from-env")
+        url = TargetURL.parse(target_url, password_env="SYNCLOG_TEST_PG_PASSWORD")
+        assert conninfo(url)["password"] == "s3cret-from-env"
+        assert "s3cret" not in str(url) + repr(url)
+        monkeypatch.setenv("PGPASSWORD", "s3cret-pgpassword")
+        assert conninfo(TargetURL.parse(target_url))["password"] == "s3cret-pgpassword"
+        nobody_listens = TargetURL.parse("postgres://synclog:s3cret-in-url@127.0.0.1:1/synclog")
+        with pytest.raises(TargetError) as failed:
+            registry().open(nobody_listens)
+        assert "s3cret" not in str(failed.value)
+        assert "\n" not in str(failed.value)
+
+    # -- seed 002 (the hightouch layout) -------------------------------------------------------
+
+    def test_seed_002_queries_run_unchanged(self, target: Target, spark: SparkSession) -> None:
+        if "hightouch" not in LAYOUTS:
+            pytest.skip("the hightouch layout is not registered yet")
+        config = Config(defaults=SyncSettings(layouts=("hightouch",)))
+        run = make_run()
+        self.log(target, spark, config).write_run(run, make_records(spark, record_rows(run)))
+        errors = target.query(SEED_002_COMMON_ERROR).to_pylist()
+        assert any(row["failure_reason"] == REJECTION and row["c"] > 0 for row in errors)
+        changes = target.query(SEED_002_ENTERED_EXITED)
+        assert changes.column_names == ["user_id", "audience", "type", "timestamp"]
+        assert changes.num_rows > 0
+        assert set(changes.column("type").to_pylist()) <= {"added", "removed"}

@@ -1,0 +1,1 @@
+"""synclog's PostgreSQL target: `postgresql://USER[:PASS]@HOST:PORT/DB`."""

@@ -1,0 +1,56 @@
+"""Connection parameters from a target URL, safe to ship to Spark executors."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import psycopg
+from psycopg.types.string import TextLoader
+
+from synclog.errors import ConfigError, TargetError
+from synclog.urls import TargetURL
+
+DEFAULT_PORT = 5432
+
+
+def conninfo(url: TargetURL) -> dict[str, Any]:
+    """libpq keywords for `url`: host, port, user, database, password and query options.
+
+    The password comes from the URL, else the config's `password_env` (already in `url`),
+    else `$PGPASSWORD` read here on the driver, so executors elsewhere receive it too.
+    """
+    database = url.path.lstrip("/")
+    if not url.host or not database:
+        raise ConfigError(f"{url}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE")
+    params: dict[str, Any] = {
+        **url.query,
+        "host": url.host,
+        "port": url.port or DEFAULT_PORT,
+        "dbname": database,
+        "application_name": url.query.get("application_name", "synclog"),
+    }
+    if url.user:
+        params["user"] = url.user
+    password = url.password or os.environ.get("PGPASSWORD")
+    if password:
+        params["password"] = password
+    return params
+
+
+def connect(params: dict[str, Any], *, where: str) -> psycopg.Connection[Any]:
+    """An autocommit connection in UTC that returns JSON as text; a one-line TargetError if not."""
+    options = " ".join(filter(None, (params.get("options"), "-c TimeZone=UTC")))
+    try:
+        conn = psycopg.connect(**{**params, "options": options}, autocommit=True)
+    except psycopg.Error as exc:
+        raise TargetError(f"cannot connect to {where}: {one_line(exc)}") from None
+    for json_type in ("json", "jsonb"):
+        conn.adapters.register_loader(json_type, TextLoader)
+    return conn
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of a driver error (its detail lines and any context stay out)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

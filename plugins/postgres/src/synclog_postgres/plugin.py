@@ -1,0 +1,32 @@
+"""Registers the PostgreSQL target; psycopg is imported only when a target is opened."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synclog.plugins.hookspecs import hookimpl
+from synclog.targets.base import Target, TargetSettings, TargetType
+from synclog.urls import TargetURL
+from synclog_postgres.capabilities import CAPABILITIES
+
+
+def _open(url: TargetURL, settings: TargetSettings) -> Target:
+    from synclog_postgres.target import PostgresTarget
+
+    return PostgresTarget(url, settings)
+
+
+TARGET_TYPE = TargetType(
+    name="postgres",
+    schemes=("postgresql", "postgres"),
+    capabilities=CAPABILITIES,
+    summary="PostgreSQL: COPY from the Spark executors, daily partitions, JSONB payloads",
+    opener=_open,
+    example_url="postgresql://synclog@localhost:5432/analytics",
+)
+
+
+@hookimpl
+def synclog_register_targets(register: Any) -> None:
+    """Register the PostgreSQL target."""
+    register(TARGET_TYPE)
