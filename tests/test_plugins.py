@@ -61,8 +61,8 @@ def test_third_party_target_writes(installed_toy: None, tmp_path: Path, spark: S
 
 
 def test_unknown_scheme_names_the_plugin_to_install() -> None:
-    with pytest.raises(ConfigError, match=r"no installed plugin handles snowflake://.*synclog-snowflake"):
-        manager.registry().for_url(TargetURL.parse("snowflake://u@acct/db"))
+    with pytest.raises(ConfigError, match=r"no installed plugin handles oracle://.*synclog-oracle"):
+        manager.registry().for_url(TargetURL.parse("oracle://u@host/db"))
 
 
 def test_two_plugins_claiming_a_scheme_is_an_error() -> None:
