@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,10 +24,18 @@ _ARROW: dict[ColumnType, pa.DataType] = {
 }
 
 
+def arrow_schema(table: TableSpec) -> pa.Schema:
+    """The Arrow schema of `table`'s columns (JSON travels as text)."""
+    return pa.schema([pa.field(c.name, _ARROW[c.type]) for c in table.columns])
+
+
 def arrow_rows(table: TableSpec, rows: list[dict[str, Any]]) -> pa.Table:
     """A small Arrow table with exactly `table`'s columns, for rows built on the driver."""
-    schema = pa.schema([pa.field(c.name, _ARROW[c.type]) for c in table.columns])
-    return pa.Table.from_pylist(rows, schema=schema)
+    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
+
+
+def _nothing(_table: TableSpec) -> DataFrame | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,8 @@ class LayoutContext:
     records: DataFrame
     """The canonical frame of the batches being written (see `synclog.canonical`)."""
     capabilities: Capabilities
+    previous: Callable[[TableSpec], DataFrame | None] = _nothing
+    """What a table holds for the run's sync, to diff against (`Target.read_rows`); None if nothing."""
 
 
 class Layout(ABC):

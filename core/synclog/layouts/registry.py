@@ -5,8 +5,9 @@ from __future__ import annotations
 from synclog.errors import ConfigError
 from synclog.layouts.base import Layout
 from synclog.layouts.census import CensusLayout
+from synclog.layouts.hightouch import HightouchLayout
 
-LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (CensusLayout(),)}
+LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (CensusLayout(), HightouchLayout())}
 
 
 def layout(name: str) -> Layout:
