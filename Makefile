@@ -24,6 +24,7 @@ test: $(STAMP)  ## set up what the suite needs (Java, PostgreSQL) and run all of
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
+bench: $(STAMP) ; $(BIN)/python bench/diff_bench.py  # hightouch diff of a 1,000,000-row model
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import shutil
 import tempfile
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,17 +14,21 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from synclog.cli.output import format_table
-from synclog.config import Config
+from synclog.config import Config, SyncSettings
 from synclog.demo import report
 from synclog.demo.simulator import SYNCS, history, records
 from synclog.writer import SyncLog
 
 DEMO_TARGET = "duckdb:///synclog-demo.duckdb"
+DEMO_LAYOUTS = ("census", "hightouch")
+"""What the demo writes where synclog.toml does not choose layouts."""
 
 
 def add_parser(subs: Any) -> None:
     """Add `synclog demo` to the parser."""
-    demo = subs.add_parser("demo", help="simulate ten days of syncs and log them")
+    demo = subs.add_parser(
+        "demo", help="simulate ten days of syncs and log them (census and hightouch layouts by default)"
+    )
     demo.add_argument("--target", default=DEMO_TARGET, help=f"target URL or name (default: {DEMO_TARGET})")
     demo.add_argument(
         "--emit-inputs",
@@ -46,7 +51,7 @@ def run_demo(args: argparse.Namespace) -> int:
         raise SystemExit(f"synclog: error: --scale must be in (0, 100], got {args.scale}")
     now = datetime.now(UTC).replace(microsecond=0)
     runs = history(now, args.scale)
-    with SyncLog.open(args.target, Config.load(args.config)) as log:
+    with SyncLog.open(args.target, demo_config(Config.load(args.config))) as log:
         print(f"writing {len(runs)} runs of {len(SYNCS)} syncs over the last 10 days into {log.target.url}")
         total = 0
         for number, sim in enumerate(runs, 1):
@@ -73,7 +78,36 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def demo_config(config: Config) -> Config:
+    """`config`, writing both layouts wherever it keeps the default layouts."""
+    default = SyncSettings().layouts
+
+    def both(settings: SyncSettings) -> SyncSettings:
+        return replace(settings, layouts=DEMO_LAYOUTS) if settings.layouts == default else settings
+
+    syncs = {sync_id: both(settings) for sync_id, settings in config.syncs.items()}
+    return replace(config, defaults=both(config.defaults), syncs=syncs)
+
+
 def _print_answers(log: SyncLog) -> None:
+    layouts = log.config.defaults.layouts
+    if "census" in layouts:
+        _print_census_answers(log)
+    if "hightouch" in layouts:
+        _print_hightouch_answers(log)
+
+
+def _print_hightouch_answers(log: SyncLog) -> None:
+    target = log.target
+    print("What is the most common sync error? (hightouch_audit.sync_snapshot)")
+    print(format_table(report.sync_errors(target)), "\n")
+    print("Who entered and who left each audience, run by run? (sync_changelog joined to sync_runs)")
+    print(format_table(report.audience_moves(target)), "\n")
+    print("Which rows does each model hold now? (sync_snapshot)")
+    print(format_table(report.current_members(target)), "\n")
+
+
+def _print_census_answers(log: SyncLog) -> None:
     target = log.target
     print("What is the most common reason the destinations reject records?")
     print(format_table(report.rejection_reasons(target)), "\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
+from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.targets.base import Target
 
 
@@ -50,4 +51,40 @@ def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
         "GROUP BY source.name, CASE WHEN ops.operation = 'delete' THEN 'left' ELSE 'entered' END "
         "ORDER BY change",
         [sync_id, sync_run_id],
+    )
+
+
+def sync_errors(target: Target, limit: int = 5) -> pa.Table:
+    """Seed 002: the most common sync errors among the rows' latest statuses."""
+    snapshot = target.relation(SNAPSHOT).render()
+    return target.query(
+        f"SELECT failure_reason, COUNT(*) AS c FROM {snapshot} WHERE failure_reason IS NOT NULL "
+        f"GROUP BY failure_reason ORDER BY c DESC, failure_reason LIMIT {int(limit)}"
+    )
+
+
+def audience_moves(target: Target) -> pa.Table:
+    """Seed 002: how many rows entered and left each model, run by run (the changelog's history)."""
+    changelog, runs = target.relation(CHANGELOG).render(), target.relation(RUNS).render()
+    return target.query(
+        "SELECT r.model_name AS audience, r.sync_run_id, r.status AS run_status, "
+        "SUM(CASE WHEN c.op_type = 'added' THEN 1 ELSE 0 END) AS entered, "
+        "SUM(CASE WHEN c.op_type = 'removed' THEN 1 ELSE 0 END) AS left_, "
+        "SUM(CASE WHEN c.status = 'aborted' THEN 1 ELSE 0 END) AS aborted "
+        f"FROM {changelog} c JOIN {runs} r ON c.sync_run_id = r.sync_run_id "
+        "WHERE c.op_type <> 'changed' "
+        "GROUP BY r.model_name, r.sync_run_id, r.status, r.started_at ORDER BY r.model_name, r.started_at"
+    ).rename_columns(["audience", "sync_run_id", "run_status", "entered", "left", "aborted"])
+
+
+def current_members(target: Target) -> pa.Table:
+    """Seed 002: the rows each model holds now that did not fail, and those that did."""
+    snapshot, runs = target.relation(SNAPSHOT).render(), target.relation(RUNS).render()
+    return target.query(
+        "WITH models AS (SELECT DISTINCT sync_id, model_name FROM "
+        f"{runs}) SELECT m.model_name AS audience, "
+        "SUM(CASE WHEN s.status <> 'failed' THEN 1 ELSE 0 END) AS current_rows, "
+        "SUM(CASE WHEN s.status = 'failed' THEN 1 ELSE 0 END) AS failed_rows "
+        f"FROM {snapshot} s JOIN models m ON s.sync_id = m.sync_id "
+        "GROUP BY m.model_name ORDER BY m.model_name"
     )

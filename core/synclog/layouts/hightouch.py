@@ -149,17 +149,9 @@ class HightouchLayout(Layout):
 
     def run_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
         run, caps = ctx.run, ctx.capabilities
-        spark = ctx.records.sparkSession
-        # Read every column back (a column the target lacks reads NULL).
-        snapshot_schema = table_for(SNAPSHOT, fields=True, splits=True)
-        current = ctx.previous(snapshot_schema)
-        baseline = ctx.previous(table_for(BASELINE, fields=True, splits=True))
-        replay = baseline is not None and _is_baseline_of(baseline, run)
-        if current is None:
-            current = spark.createDataFrame([], snapshot_schema.spark_schema())
-        previous = _before(current, baseline) if replay and baseline is not None else current
+        previous, replay = _previous_snapshot(ctx)
         splits = _uses_splits(ctx.records) or _uses_splits(previous)
-        d = diff(_run_side(ctx.records), previous, full_model=run.full_model)
+        d = diff(run_side(ctx.records), previous, full_model=run.full_model)
         fields = caps.fields_column
         if not replay:
             table = table_for(BASELINE, fields=fields, splits=splits)
@@ -173,7 +165,7 @@ class HightouchLayout(Layout):
         yield RUNS, arrow_rows(RUNS, [_run_row(run, counts)])
 
 
-def _run_side(records: DataFrame) -> DataFrame:
+def run_side(records: DataFrame) -> DataFrame:
     """The canonical records in the hightouch vocabulary, with the hash of their fields."""
     status = F.col("status")
     failed = ~status.isin(RecordStatus.SUCCEEDED.value, RecordStatus.ABORTED.value)
@@ -240,6 +232,19 @@ def _baseline_rows(d: Diff, run: Run, table: TableSpec) -> DataFrame:
     spark = d.joined.sparkSession
     marker = {"sync_id": F.lit(run.sync_id), "baseline_run_id": F.lit(run.sync_run_id)}
     return rows.unionByName(_select(spark.range(1), table, marker))
+
+
+def _previous_snapshot(ctx: LayoutContext) -> tuple[DataFrame, bool]:
+    """The sync's snapshot before this run, and whether the run is being replayed."""
+    # Read every column back (a column the target lacks reads NULL).
+    schema = table_for(SNAPSHOT, fields=True, splits=True)
+    current = ctx.previous(schema)
+    if current is None:
+        current = ctx.records.sparkSession.createDataFrame([], schema.spark_schema())
+    baseline = ctx.previous(table_for(BASELINE, fields=True, splits=True))
+    if baseline is not None and _is_baseline_of(baseline, ctx.run):
+        return _before(current, baseline), True
+    return current, False
 
 
 def _is_baseline_of(baseline: DataFrame, run: Run) -> bool:
