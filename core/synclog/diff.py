@@ -32,8 +32,8 @@ def prev(name: str) -> Column:
 class Diff:
     """A run's records beside the previous snapshot of their rows, as one lazy frame.
 
-    `joined` holds every record of the run (with `row_id`, `log_id`, `removes`, `fields_hash`
-    and whatever else the run side carries) joined on `row_id` to the previous row (its
+    `joined` holds every record of the run (with `row_id`, `log_id`, `removes`, `fields_hash`,
+    `status` and whatever else the run side carries) joined on `row_id` to the previous row (its
     columns prefixed `prev_`), plus the previous rows the run does not mention.
     """
 
@@ -81,9 +81,16 @@ class Diff:
         )
 
     @property
+    def repeated(self) -> Column:
+        """A row sent again exactly as before, succeeding as it did before: nothing to log."""
+        same = prev("fields_hash").eqNullSafe(F.col("fields_hash")) & ~F.col("removes")
+        succeeded = (F.col("status") == "succeeded") & (prev("status") == "succeeded")
+        return self.in_run & self.was_there & same & succeeded
+
+    @property
     def logged(self) -> Column:
-        """Rows the changelog records: every record of the run, and rows that left the model."""
-        return self.in_run | self.left_model
+        """Rows the changelog records: the run's records but repeated ones, and rows that left."""
+        return (self.in_run & ~self.repeated) | self.left_model
 
     @property
     def kept(self) -> Column:
@@ -107,7 +114,7 @@ def diff(records: DataFrame, previous: DataFrame, *, full_model: bool) -> Diff:
 
     `records` need `row_id` (NULL for records without one: they match nothing), `log_id`
     (orders records sharing a row id: the first one stands for the row in the snapshot),
-    `removes` and `fields_hash`; `previous` needs `row_id` and `fields_hash`.
+    `removes`, `fields_hash` and `status`; `previous` needs `row_id`, `fields_hash` and `status`.
     """
     first = F.row_number().over(Window.partitionBy("row_id").orderBy("log_id")) == 1
     ranked = records.withColumn(_FIRST, first).withColumn(_IN_RUN, F.lit(True))

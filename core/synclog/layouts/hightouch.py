@@ -4,9 +4,11 @@ All three are written once a run has ended, from a diff of the run against the s
 previous snapshot (`synclog.diff`):
 
 - `sync_changelog` (append-only; a replayed run replaces its own rows): one row per record
-  the engine reported, plus one per row that left a whole-model run (`Run.full_model`).
-  op_type `removed` for a delete or a row that left, `added` for a row the previous snapshot
-  lacks, `changed` otherwise (the fields changed, or a row already known was sent again).
+  the engine reported, plus one per row that left a whole-model run (`Run.full_model`), except
+  records that repeat their row exactly (same fields hash) and succeed as it did last time: a
+  whole-model run sends every row, and those are no operation. op_type `removed` for a delete
+  or a row that left, `added` for a row the previous snapshot lacks, `changed` otherwise (the
+  fields changed, or a known row was sent again after failing or being aborted: a retry).
 - `sync_snapshot` (replaced per sync, atomically): one row per row id of the model, as last
   known. A row the run sent takes its new status (op_type `added`, `changed` when its fields
   hash differs from the previous one, else `unchanged`); a row the run did not send keeps its

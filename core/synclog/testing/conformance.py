@@ -293,39 +293,40 @@ class TargetConformance:
                 (None, "upsert", ok, 1),
             ],
         )
-        self.write_people(
-            log,
-            second,
-            [
-                ("a", "upsert", ok, 1),  # sent again, same fields
-                ("b", "upsert", ok, 2),
-                ("d", "delete", ok, 1),
-                ("f", "upsert", rejected, 1),
-                ("g", "upsert", ok, 1),
-                ("g", "upsert", ok, 1),
-            ],
-        )
+        then: list[Person] = [
+            ("a", "upsert", ok, 1),  # sent again as before: in the snapshot, not in the changelog
+            ("b", "upsert", ok, 2),
+            ("c", "upsert", ok, 1),  # sent again after failing: a retry, logged
+            ("d", "delete", ok, 1),
+            ("f", "upsert", rejected, 1),
+            ("g", "upsert", ok, 1),
+            ("g", "upsert", ok, 1),
+            ("h", "upsert", rejected, 1),
+        ]
+        self.write_people(log, second, then)
         assert self.changelog(target, first) == Counter(
             [(p, "added", "succeeded", None) for p in "abde"]
             + [("c", "added", "failed", REJECTION), (None, "added", "failed", NULL_MESSAGE)]
         )
         assert self.changelog(target, second) == Counter(
             [
-                ("a", "changed", "succeeded", None),
                 ("b", "changed", "succeeded", None),
+                ("c", "changed", "succeeded", None),
                 ("d", "removed", "succeeded", None),
                 ("f", "added", "failed", REJECTION),
                 ("g", "added", "failed", DUPLICATE_MESSAGE),
                 ("g", "added", "failed", DUPLICATE_MESSAGE),
+                ("h", "added", "failed", REJECTION),
             ]
         )
         assert self.snapshot(target, 77) == {
             ("a", "unchanged", "succeeded", None, 702),
             ("b", "changed", "succeeded", None, 702),
-            ("c", "unchanged", "failed", REJECTION, 701),
+            ("c", "unchanged", "succeeded", None, 702),
             ("e", "unchanged", "succeeded", None, 701),
             ("f", "added", "failed", REJECTION, 702),
             ("g", "added", "failed", DUPLICATE_MESSAGE, 702),
+            ("h", "added", "failed", REJECTION, 702),
         }
         self.assert_runs_agree_with_changelog(target)
 
@@ -333,25 +334,14 @@ class TargetConformance:
         assert [tuple(r.values()) for r in errors] == [(REJECTION, 2), (DUPLICATE_MESSAGE, 1)]
         moves = target.query(self.seed(SEED_002_ENTER_EXIT)).to_pylist()
         assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
-            *[(p, "Audience 77", "added") for p in (None, "a", "b", "c", "d", "e", "f", "g")],
+            *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
             ("d", "Audience 77", "removed"),
         }
         current = target.query(self.seed(SEED_002_CURRENT)).to_pylist()
-        assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abe"]
+        assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abce"]
 
         before = self.contents(target)
-        self.write_people(
-            log,
-            second,
-            [
-                ("a", "upsert", ok, 1),
-                ("b", "upsert", ok, 2),
-                ("d", "delete", ok, 1),
-                ("f", "upsert", rejected, 1),
-                ("g", "upsert", ok, 1),
-                ("g", "upsert", ok, 1),
-            ],
-        )
+        self.write_people(log, second, then)
         assert self.contents(target) == before, "replaying the latest run changes nothing"
 
     def test_hightouch_whole_model_runs_and_failed_runs(self, target: Target, spark: SparkSession) -> None:
@@ -383,9 +373,8 @@ class TargetConformance:
         assert (failed["num_planned_change"], failed["num_attempted_change"]) == (2, 1)
 
         self.write_people(log, runs[2], [("a", "upsert", "succeeded", 2)])
-        assert self.changelog(target, runs[2]) == Counter(
-            [("a", "changed", "succeeded", None), ("b", "removed", "succeeded", None)]
-        )
+        # a is sent again exactly as in run 802, and succeeds again: no operation to log.
+        assert self.changelog(target, runs[2]) == Counter([("b", "removed", "succeeded", None)])
         assert self.snapshot(target, 78) == {("a", "unchanged", "succeeded", None, 803)}
         self.assert_runs_agree_with_changelog(target)
 
