@@ -191,7 +191,8 @@ def render(
         f"hightouch diff benchmark: {rows:,}-row model against its snapshot, DuckDB target",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {cores} cores, Spark {spark.version}, "
         f"driver memory {spark.conf.get('spark.driver.memory')}, "
-        f"maxResultSize {spark.sparkContext.getConf().get('spark.driver.maxResultSize')}",
+        f"maxResultSize {spark.sparkContext.getConf().get('spark.driver.maxResultSize')}, "
+        f"load average {os.getloadavg()[0]:.1f} (the machine is shared: compare phases, not runs)",
         "",
         "peaks in MiB: python objects (tracemalloc), python process RSS (embedded DuckDB included),",
         "Spark JVM used heap and RSS (driver and executors: local mode)",

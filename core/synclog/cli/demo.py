@@ -101,7 +101,7 @@ def _print_hightouch_answers(log: SyncLog) -> None:
     target = log.target
     print("What is the most common sync error? (hightouch_audit.sync_snapshot)")
     print(format_table(report.sync_errors(target)), "\n")
-    print("Who entered and who left each audience, run by run? (sync_changelog joined to sync_runs)")
+    print("Who entered, changed and left each audience, run by run? (sync_changelog, sync_runs)")
     print(format_table(report.audience_moves(target)), "\n")
     print("Which rows does each model hold now? (sync_snapshot)")
     print(format_table(report.current_members(target)), "\n")

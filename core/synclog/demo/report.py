@@ -64,17 +64,20 @@ def sync_errors(target: Target, limit: int = 5) -> pa.Table:
 
 
 def audience_moves(target: Target) -> pa.Table:
-    """Seed 002: how many rows entered and left each model, run by run (the changelog's history)."""
+    """Seed 002: how many rows entered, changed in and left each model, run by run."""
     changelog, runs = target.relation(CHANGELOG).render(), target.relation(RUNS).render()
-    return target.query(
-        "SELECT r.model_name AS audience, r.sync_run_id, r.status AS run_status, "
-        "SUM(CASE WHEN c.op_type = 'added' THEN 1 ELSE 0 END) AS entered, "
-        "SUM(CASE WHEN c.op_type = 'removed' THEN 1 ELSE 0 END) AS left_, "
+    counted = {"added": "entered", "changed": "changed", "removed": "left_"}
+    sums = ", ".join(
+        f"SUM(CASE WHEN c.op_type = '{op}' THEN 1 ELSE 0 END) AS {name}" for op, name in counted.items()
+    )
+    moves = target.query(
+        f"SELECT r.model_name AS audience, r.sync_run_id, r.status AS run_status, {sums}, "
+        "SUM(CASE WHEN c.status = 'failed' THEN 1 ELSE 0 END) AS failed, "
         "SUM(CASE WHEN c.status = 'aborted' THEN 1 ELSE 0 END) AS aborted "
         f"FROM {changelog} c JOIN {runs} r ON c.sync_run_id = r.sync_run_id "
-        "WHERE c.op_type <> 'changed' "
         "GROUP BY r.model_name, r.sync_run_id, r.status, r.started_at ORDER BY r.model_name, r.started_at"
-    ).rename_columns(["audience", "sync_run_id", "run_status", "entered", "left", "aborted"])
+    )
+    return moves.rename_columns([name.rstrip("_") for name in moves.column_names])
 
 
 def current_members(target: Target) -> pa.Table:

@@ -15,7 +15,14 @@ previous snapshot (`synclog.diff`):
   last status, fields and run, with op_type `unchanged`. Removed rows leave the snapshot
   whatever their status; records without a row id are not in it.
 - `sync_runs`: one row per run; planned = attempted + aborted, attempted = succeeded + failed,
-  per op_type, counted from the changelog rows of the run.
+  per op_type, counted from the changelog rows of the run (invalid records count as attempted
+  and failed).
+
+Retention: changelog rows expire by `batch_started_at` (per sync and table, as configured);
+the snapshot keeps each row's last known state and `sync_runs` every run. Per sync, each table
+can be switched off in `synclog.toml`; without `sync_snapshot` a run has no previous state to
+diff against, so every record is `added` (or `removed`). `split_group` is added to the changelog
+and snapshot (at the end) by the first run whose records, or whose previous snapshot, use splits.
 
 Statuses: succeeded stays succeeded; the destination's rejections and the invalid-record checks
 (NULL or DUPLICATE identifier) are `failed` with the reason in `failure_reason`; what the engine
