@@ -24,10 +24,11 @@ test: $(STAMP)  ## set up what the suite needs (Java, PostgreSQL) and run all of
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)  ## measure the Postgres writeback against plain COPY, Spark JDBC and dlt; writes bench/RESULTS.md
+bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt (bench/RESULTS.md); hightouch diff of a 1M-row model
 	./scripts/system-deps.sh
 	$(BIN)/python -m pip install -q -e "./plugins/postgres[bench]"
 	$(BIN)/python bench/postgres_bench.py
+	$(BIN)/python bench/diff_bench.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

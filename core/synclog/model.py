@@ -115,6 +115,9 @@ class Run:
     finished_at: datetime | None = None
     status: RunStatus = RunStatus.SUCCEEDED
     error: str | None = None
+    full_model: bool = False
+    """The records hold every row of the model (a mirror handing over the whole model): a row
+    the sync's previous snapshot holds and the records lack has left the model (`removed`)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -169,6 +172,13 @@ def _integer(data: dict[str, Any], key: str, *, optional: bool = False) -> int |
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"run description: {key!r} must be an integer, got {value!r}")
+    return value
+
+
+def _flag(data: dict[str, Any], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise InputError(f"run description: {key!r} must be true or false, got {value!r}")
     return value
 
 
@@ -241,5 +251,6 @@ def _run_from_dict(data: dict[str, Any]) -> Run:
         finished_at=_timestamp(data, "finished_at", optional=True),
         status=_enum(RunStatus, data, "status", RunStatus.SUCCEEDED),
         error=data.get("error"),
+        full_model=_flag(data, "full_model"),
         extra=dict(data.get("extra") or {}),
     )

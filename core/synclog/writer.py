@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -173,18 +174,29 @@ class SyncLog:
 
     def _load(self, run: Run, records: DataFrame, phase: str) -> dict[str, int]:
         settings = self.config.sync(run.sync_id)
-        ctx = LayoutContext(run, records, self.target.capabilities)
         loaded: dict[str, int] = {}
-        for name in self.layouts(run.sync_id):
-            for table, rows in getattr(layout(name), phase)(ctx):
+        with ExitStack() as reads:
+
+            def previous(table: TableSpec) -> DataFrame | None:
                 if not settings.table(table.view or table.name).enabled:
-                    continue
-                if table not in self._ensured:
-                    self.target.ensure([table])
-                    self._ensured.add(table)
-                relation = str(self.target.relation(table, table.view))
-                loaded[relation] = self.target.replace_rows(table, rows)
-                self.progress(f"  {relation}: {loaded[relation]:,} rows")
+                    return None
+                return reads.enter_context(self.target.read_rows(table, run.sync_id, self.spark))
+
+            ctx = LayoutContext(run, records, self.target.capabilities, previous)
+            for name in self.layouts(run.sync_id):
+                for table, rows in getattr(layout(name), phase)(ctx):
+                    if not settings.table(table.view or table.name).enabled:
+                        continue
+                    if table not in self._ensured:
+                        self.target.ensure([table])
+                        self._ensured.add(table)
+                    relation = str(self.target.relation(table, table.view))
+                    loaded[relation] = self.target.replace_rows(table, rows)
+                    scope = _run_scope(run, table.replace_key)
+                    if loaded[relation] == 0 and scope:
+                        # Nothing new for a table replaced per sync or run: clear what was there.
+                        self.target.delete_rows(table, scope)
+                    self.progress(f"  {relation}: {loaded[relation]:,} rows")
         return loaded
 
     def cleanup(self, now: datetime | None = None) -> CleanupResult:
@@ -210,3 +222,9 @@ class SyncLog:
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _run_scope(run: Run, key: tuple[str, ...]) -> dict[str, int] | None:
+    """The key values of `run`'s rows when `key` holds only run-level columns, else None."""
+    known = {"sync_id": run.sync_id, "sync_run_id": run.sync_run_id}
+    return {name: known[name] for name in key} if set(key) <= set(known) else None

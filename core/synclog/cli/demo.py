@@ -7,6 +7,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from synclog.cli.output import format_table
-from synclog.config import Config
+from synclog.config import Config, SyncSettings
 from synclog.demo import report
 from synclog.demo.simulator import DEMO_ORG_ID, RUNS_PER_SYNC, SYNCS, history, records
 from synclog.targets.base import Target
@@ -22,11 +23,14 @@ from synclog.targets.lake import LakeTarget
 from synclog.writer import SyncLog
 
 DEMO_TARGET = "duckdb:///synclog-demo.duckdb"
+"""What the demo writes where synclog.toml does not choose layouts."""
 
 
 def add_parser(subs: Any) -> None:
     """Add `synclog demo` to the parser."""
-    demo = subs.add_parser("demo", help="simulate ten days of syncs and log them")
+    demo = subs.add_parser(
+        "demo", help="simulate ten days of syncs and log them (census and hightouch layouts by default)"
+    )
     demo.add_argument("--target", default=DEMO_TARGET, help=f"target URL or name (default: {DEMO_TARGET})")
     demo.add_argument(
         "--emit-inputs",
@@ -50,6 +54,7 @@ def run_demo(args: argparse.Namespace) -> int:
     now = datetime.now(UTC).replace(microsecond=0)
     runs = history(now, args.scale)
     with SyncLog.open(args.target, Config.load(args.config)) as log:
+        log.config = demo_config(log.config, log.target.capabilities.layouts)
         print(f"writing {len(runs)} runs of {len(SYNCS)} syncs over the last 10 days into {log.target.url}")
         total = 0
         for number, sim in enumerate(runs, 1):
@@ -76,6 +81,16 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def demo_config(config: Config, held: tuple[str, ...]) -> Config:
+    """`config`, writing every layout the target holds wherever it keeps the default layouts."""
+
+    def every(settings: SyncSettings) -> SyncSettings:
+        return settings if settings.layouts else replace(settings, layouts=held)
+
+    syncs = {sync_id: every(settings) for sync_id, settings in config.syncs.items()}
+    return replace(config, defaults=every(config.defaults), syncs=syncs)
+
+
 def _print_answers(log: SyncLog) -> None:
     """The answers of each layout the demo wrote (a layout without answers prints none)."""
     last = SYNCS[0].first_run_id + RUNS_PER_SYNC - 1  # sync 1234's last run: 5678
@@ -84,6 +99,15 @@ def _print_answers(log: SyncLog) -> None:
         answer = ANSWERS.get(name)
         if answer is not None:
             answer(log.target, last)
+
+
+def _hightouch_answers(target: Target, last: int) -> None:
+    print("What is the most common sync error? (hightouch_audit.sync_snapshot)")
+    print(format_table(report.sync_errors(target)), "\n")
+    print("Who entered, changed and left each audience, run by run? (sync_changelog, sync_runs)")
+    print(format_table(report.audience_moves(target)), "\n")
+    print("Which rows does each model hold now? (sync_snapshot)")
+    print(format_table(report.current_members(target)), "\n")
 
 
 def _census_answers(target: Target, last: int) -> None:
@@ -108,7 +132,11 @@ def _lake_answers(target: Target, last: int) -> None:
     print(format_table(report.lake_payload_schema(target, org, 1234, last)), "\n")
 
 
-ANSWERS: dict[str, Callable[[Target, int], None]] = {"census": _census_answers, "lake": _lake_answers}
+ANSWERS: dict[str, Callable[[Target, int], None]] = {
+    "census": _census_answers,
+    "hightouch": _hightouch_answers,
+    "lake": _lake_answers,
+}
 """The questions the demo answers, per layout."""
 
 

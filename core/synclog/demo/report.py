@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
+from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.targets.base import Target
 from synclog.targets.lake import LakeTarget
 
@@ -88,4 +89,43 @@ def lake_payload_schema(target: LakeTarget, org_id: int, sync_id: int, sync_run_
         "FROM read_json_objects(?) AS metadata, "
         "json_each(metadata.json -> 'record_payload_schema') AS field ORDER BY 1",
         [target.uri(f"sync_tracking_datasets/{org_id}/{sync_id}/{sync_run_id}/metadata.json")],
+    )
+
+
+def sync_errors(target: Target, limit: int = 5) -> pa.Table:
+    """Seed 002: the most common sync errors among the rows' latest statuses."""
+    snapshot = target.relation(SNAPSHOT).render()
+    return target.query(
+        f"SELECT failure_reason, COUNT(*) AS c FROM {snapshot} WHERE failure_reason IS NOT NULL "
+        f"GROUP BY failure_reason ORDER BY c DESC, failure_reason LIMIT {int(limit)}"
+    )
+
+
+def audience_moves(target: Target) -> pa.Table:
+    """Seed 002: how many rows entered, changed in and left each model, run by run."""
+    changelog, runs = target.relation(CHANGELOG).render(), target.relation(RUNS).render()
+    counted = {"added": "entered", "changed": "changed", "removed": "left_"}
+    sums = ", ".join(
+        f"SUM(CASE WHEN c.op_type = '{op}' THEN 1 ELSE 0 END) AS {name}" for op, name in counted.items()
+    )
+    moves = target.query(
+        f"SELECT r.model_name AS audience, r.sync_run_id, r.status AS run_status, {sums}, "
+        "SUM(CASE WHEN c.status = 'failed' THEN 1 ELSE 0 END) AS failed, "
+        "SUM(CASE WHEN c.status = 'aborted' THEN 1 ELSE 0 END) AS aborted "
+        f"FROM {changelog} c JOIN {runs} r ON c.sync_run_id = r.sync_run_id "
+        "GROUP BY r.model_name, r.sync_run_id, r.status, r.started_at ORDER BY r.model_name, r.started_at"
+    )
+    return moves.rename_columns([name.rstrip("_") for name in moves.column_names])
+
+
+def current_members(target: Target) -> pa.Table:
+    """Seed 002: the rows each model holds now that did not fail, and those that did."""
+    snapshot, runs = target.relation(SNAPSHOT).render(), target.relation(RUNS).render()
+    return target.query(
+        "WITH models AS (SELECT DISTINCT sync_id, model_name FROM "
+        f"{runs}) SELECT m.model_name AS audience, "
+        "SUM(CASE WHEN s.status <> 'failed' THEN 1 ELSE 0 END) AS current_rows, "
+        "SUM(CASE WHEN s.status = 'failed' THEN 1 ELSE 0 END) AS failed_rows "
+        f"FROM {snapshot} s JOIN models m ON s.sync_id = m.sync_id "
+        "GROUP BY m.model_name ORDER BY m.model_name"
     )

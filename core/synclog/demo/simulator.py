@@ -48,6 +48,10 @@ class SimulatedSync:
     people: int
     member_percent: int
     errors: tuple[str, ...]
+    full_model: bool = False
+    """Each run hands over the whole model (no deletes): who is missing has left it."""
+    splits_from: int | None = None
+    """From this run on, records carry an audience split group."""
 
 
 SYNCS: tuple[SimulatedSync, ...] = (
@@ -125,6 +129,8 @@ SYNCS: tuple[SimulatedSync, ...] = (
             "400 Bad Request: 'external_id' must be a string of at most 512 characters",
             "429 Too Many Requests: rate limit exceeded",
         ),
+        full_model=True,
+        splits_from=3,
     ),
 )
 
@@ -169,6 +175,7 @@ def history(now: datetime, scale: float = 1.0) -> list[SimulatedRun]:
                 finished_at=(started + timedelta(minutes=12)).replace(microsecond=0),
                 status=RunStatus.FAILED if failed else RunStatus.SUCCEEDED,
                 error="Destination API quota exhausted; run stopped" if failed else None,
+                full_model=sync.full_model,
             )
             runs.append(SimulatedRun(sync, index, run))
     return sorted(runs, key=lambda r: r.run.started_at)
@@ -197,16 +204,39 @@ def planned(spark: SparkSession, sim: SimulatedRun, scale: float) -> DataFrame:
     sync, index = sim.sync, sim.index
     people_df = spark.range(1, people(sync, scale) + 1)
     now_in = member(sync, index)
-    if index == 0:
+    if index == 0 or sync.full_model:
         return people_df.where(now_in).withColumn("operation", F.lit(_upsert_op(sync)))
     before = member(sync, index - 1)
-    changed = _hash(sync.sync_id, "change", index, F.col("id")) < 60_000
+    changed = _changed(sync, index)
     entered = now_in & ~before
     left = ~now_in & before
     op = F.when(entered | (now_in & changed), F.lit(_upsert_op(sync)))
     if sync.behaviour is Behaviour.MIRROR:
         op = op.when(left, F.lit("delete"))
     return people_df.withColumn("operation", op).where(F.col("operation").isNotNull())
+
+
+def _changed(sync: SimulatedSync, index: int) -> Column:
+    """Whether the person's fields change at run `index` (6 % of people each run)."""
+    return _hash(sync.sync_id, "change", index, F.col("id")) < 60_000
+
+
+def _version(sync: SimulatedSync, index: int) -> Column:
+    """The version of a person's fields at run `index`: the run itself, or for a whole-model
+    sync the last run that changed them, so unchanged people are sent again unchanged."""
+    if not sync.full_model:
+        return F.lit(index)
+    version = F.lit(0)
+    for k in range(1, index + 1):
+        version = F.when(_changed(sync, k), F.lit(k)).otherwise(version)
+    return version
+
+
+def split_group(sync: SimulatedSync, index: int) -> Column | None:
+    """The person's audience split group at run `index`, once the sync uses splits."""
+    if sync.splits_from is None or index < sync.splits_from:
+        return None
+    return F.when(_hash(sync.sync_id, "split", F.col("id")) < 800_000, "Treatment").otherwise("Holdout")
 
 
 def _upsert_op(sync: SimulatedSync) -> str:
@@ -233,6 +263,7 @@ def records(spark: SparkSession, sim: SimulatedRun, scale: float) -> DataFrame:
     identifier = F.when(F.col("copy") == 2, F.lit(None)).otherwise(
         F.format_string("user%06d@example.com", F.col("id"))
     )
+    split = split_group(sync, index)
     return rows.select(
         identifier.alias("record_identifier"),
         F.col("operation"),
@@ -240,15 +271,17 @@ def records(spark: SparkSession, sim: SimulatedRun, scale: float) -> DataFrame:
         F.when(rejected & ~aborted, F.element_at(errors, error_pick.cast("int") + 1))
         .cast("string")
         .alias("status_message"),
-        _payload(sync, index).alias("record_payload"),
+        _payload(sync, _version(sync, index)).alias("record_payload"),
         batch.alias("batch_number"),
         batch_start.alias("batch_started_at"),
         (batch_start + F.make_dt_interval(secs=F.lit(30))).alias("batch_completed_at"),
+        *([] if split is None else [split.alias("split_group")]),
     )
 
 
-def _payload(sync: SimulatedSync, index: int) -> Column:
+def _payload(sync: SimulatedSync, version: Column) -> Column:
     plans = F.array(F.lit("free"), F.lit("starter"), F.lit("pro"), F.lit("enterprise"))
+    index = version.cast("string")
     pick = (_hash(sync.sync_id, "plan", index, F.col("id")) % 4).cast("int") + 1
     return F.struct(
         F.format_string("user%06d@example.com", F.col("id")).alias("email"),
@@ -257,7 +290,7 @@ def _payload(sync: SimulatedSync, index: int) -> Column:
         (_hash(sync.sync_id, "ltv", index, F.col("id")) / 100).alias("lifetime_value"),
         (_hash(sync.sync_id, "opt", F.col("id")) < 700_000).alias("marketing_opt_in"),
         F.array(F.lit("newsletter"), F.element_at(plans, pick)).alias("tags"),
-        F.lit(index).alias("model_version"),
+        version.alias("model_version"),
     )
 
 

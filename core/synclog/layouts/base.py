@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -34,6 +34,10 @@ def arrow_rows(table: TableSpec, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=arrow_schema(table))
 
 
+def _nothing(_table: TableSpec) -> DataFrame | None:
+    return None
+
+
 @dataclass(frozen=True)
 class LayoutContext:
     """What a layout builds its rows from."""
@@ -42,6 +46,8 @@ class LayoutContext:
     records: DataFrame
     """The canonical frame of the batches being written (see `synclog.canonical`)."""
     capabilities: Capabilities
+    previous: Callable[[TableSpec], DataFrame | None] = _nothing
+    """What a table holds for the run's sync, to diff against (`Target.read_rows`); None if nothing."""
 
 
 class Layout(ABC):

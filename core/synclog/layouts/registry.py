@@ -5,9 +5,12 @@ from __future__ import annotations
 from synclog.errors import ConfigError
 from synclog.layouts.base import Layout
 from synclog.layouts.census import CensusLayout
+from synclog.layouts.hightouch import HightouchLayout
 from synclog.layouts.lake import LakeLayout
 
-LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (CensusLayout(), LakeLayout())}
+LAYOUTS: dict[str, Layout] = {
+    layout.name: layout for layout in (CensusLayout(), HightouchLayout(), LakeLayout())
+}
 
 
 def layout(name: str) -> Layout:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar
 
 import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 
 from synclog.capabilities import Capabilities
+from synclog.errors import TargetError
 from synclog.layouts.table import Rows, TableSpec
 from synclog.naming import Relation, check_name
 from synclog.urls import TargetURL
@@ -78,6 +81,25 @@ class Target(ABC):
     @abstractmethod
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
         """Remove the rows of `table` older than their sync's cut-off; return how many."""
+
+    def read_rows(
+        self, table: TableSpec, sync_id: int, spark: SparkSession
+    ) -> AbstractContextManager[DataFrame | None]:
+        """The rows `table` holds for `sync_id`, as a Spark frame to diff a run against.
+
+        Use it as `with target.read_rows(...) as rows:`; `rows` is None when the table does
+        not exist, else a frame with exactly `table.spark_schema()` (columns the stored table
+        lacks read NULL) that stays readable until the block ends. Rows travel in bulk
+        (an export to files Spark reads), never through a Spark collect.
+        """
+        raise TargetError(f"the {type(self).__name__} target cannot read log rows back")
+
+    def delete_rows(self, table: TableSpec, key: Mapping[str, Any]) -> int:
+        """Remove the rows of `table` whose columns equal `key`'s values; return how many.
+
+        The writer calls it for a table replaced per sync or per run whose new rows are none.
+        """
+        raise TargetError(f"the {type(self).__name__} target cannot delete log rows")
 
     @abstractmethod
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:

@@ -70,6 +70,10 @@ class DuckDBTarget(SqlTarget):
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
         return self.connection.sql(sql, params=list(params) or None).to_arrow_table()
 
+    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
+        # DuckDB streams the result into the file; the query already names and casts the columns.
+        self.connection.sql(sql, params=list(params) or None).write_parquet(path)
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         self.connection.execute("BEGIN TRANSACTION")

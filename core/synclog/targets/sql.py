@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, ClassVar
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+
+from synclog.layouts.base import arrow_schema
 from synclog.layouts.table import Column, ColumnType, TableSpec
 from synclog.naming import Relation
 from synclog.targets.base import Cutoffs, Target
@@ -140,6 +148,51 @@ class SqlTarget(Target):
                     [sync_id, cutoff],
                 )
         return deleted
+
+    def delete_rows(self, table: TableSpec, key: Mapping[str, Any]) -> int:
+        relation, p = self.relation(table), self.placeholder
+        where = " AND ".join(f"{self.quote(name)} = {p}" for name in key)
+        with self.transaction():
+            return self.execute(f"DELETE FROM {relation.render()} WHERE {where}", list(key.values()))
+
+    @contextmanager
+    def read_rows(self, table: TableSpec, sync_id: int, spark: SparkSession) -> Iterator[DataFrame | None]:
+        relation = self.relation(table)
+        existing = self.existing_columns(relation)
+        if existing is None:
+            yield None
+            return
+        present = {name.lower() for name in existing}
+        picked = ", ".join(self._read_column(c, c.name.lower() in present) for c in table.columns)
+        sql = f"SELECT {picked} FROM {relation.render()} WHERE {self.quote('sync_id')} = {self.placeholder}"
+        folder = Path(tempfile.mkdtemp(prefix="synclog-read-", dir=self.settings.staging_dir))
+        try:
+            path = str(folder / "rows.parquet")
+            self.export_parquet(sql, [sync_id], path, arrow_schema(table))
+            yield spark.read.schema(table.spark_schema()).parquet(path)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
+        """Write a query's result, with `schema`'s names and types, to one Parquet file.
+
+        This default goes through `query()` (the whole result in driver memory); targets with
+        a bulk export (COPY TO, UNLOAD, an extract job) override it.
+        """
+        result = self.query(sql, params)
+        pq.write_table(result.rename_columns(schema.names).cast(schema), path)
+
+    def json_text_sql(self, expression: str) -> str:
+        """SQL that turns a JSON value into its JSON text (override where a cast does not)."""
+        return f"CAST({expression} AS {self.type_names[ColumnType.STRING]})"
+
+    def _read_column(self, column: Column, present: bool) -> str:
+        source = self.quote(column.name) if present else "NULL"
+        if column.type is ColumnType.JSON:
+            value = self.json_text_sql(source)
+        else:
+            value = f"CAST({source} AS {self.type_names[column.type]})"
+        return f"{value} AS {self.quote(column.name)}"
 
     def existing_tables(self, tables: Sequence[TableSpec]) -> list[TableSpec]:
         return [t for t in tables if self.existing_columns(self.relation(t)) is not None]

@@ -11,23 +11,37 @@ class TestMyWarehouse(TargetConformance):
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from synclog.config import Config, SyncSettings
+from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
+from synclog.config import Config, SyncSettings, TableSettings
 from synclog.errors import InputError
 from synclog.layouts.census import SYNC_LOG
+from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT, table_for
+from synclog.layouts.table import TableSpec
+from synclog.model import Run, RunStatus
 from synclog.plugins.manager import registry
 from synclog.spark import spark_session
 from synclog.targets.base import Target, TargetSettings
 from synclog.targets.sql import VERSIONS_TABLE
-from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog.testing.factories import (
+    RECORD_DDL,
+    REJECTION,
+    Person,
+    make_records,
+    make_run,
+    person_rows,
+    record_rows,
+)
+from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 
@@ -93,6 +107,7 @@ class TargetConformance:
     """How the seed queries' Snowflake names are spelt on this target."""
     expected_sync_log: ClassVar[str] = "census.sync_log"
     settings: ClassVar[TargetSettings] = TargetSettings()
+    hightouch_config: ClassVar[Config] = Config(defaults=SyncSettings(layouts=("hightouch",)))
 
     @pytest.fixture
     def target_url(self) -> Iterator[str]:
@@ -225,3 +240,260 @@ class TargetConformance:
         assert self.count(target, "sync_run_id = 2") == 10
         assert self.count(target, "sync_run_id = 3") == 10
         assert log.cleanup(now).total == 0
+
+    # -- hightouch layout ----------------------------------------------------------------------
+
+    def rows(self, target: Target, table: TableSpec, where: str = "1 = 1") -> list[dict[str, Any]]:
+        """Every row of `table` matching `where`, with lower-case column names."""
+        return self.rows_sql(target, f"SELECT * FROM {target.relation(table).render()} WHERE {where}")
+
+    def rows_sql(self, target: Target, sql: str) -> list[dict[str, Any]]:
+        """A query's rows, with lower-case column names."""
+        return [{k.lower(): v for k, v in row.items()} for row in target.query(sql).to_pylist()]
+
+    def write_people(
+        self, log: SyncLog, run: Run, people: list[Person], splits: dict[str, str] | None = None
+    ) -> None:
+        rows = person_rows(run, people)
+        if splits is None:
+            records = make_records(log.spark, rows)
+        else:
+            rows = [(*row, splits.get(row[0] or "")) for row in rows]
+            records = log.spark.createDataFrame(rows, RECORD_DDL + ", split_group string")
+        log.write_run(run, records)
+
+    def changelog(self, target: Target, run: Run) -> Counter[tuple[Any, ...]]:
+        rows = self.rows(target, CHANGELOG, f"sync_run_id = {int(run.sync_run_id)}")
+        return Counter((r["row_id"], r["op_type"], r["status"], r["failure_reason"]) for r in rows)
+
+    def snapshot(self, target: Target, sync_id: int) -> set[tuple[Any, ...]]:
+        rows = self.rows(target, SNAPSHOT, f"sync_id = {int(sync_id)}")
+        found = {
+            (r["row_id"], r["op_type"], r["status"], r["failure_reason"], r["last_sync_run_id"]) for r in rows
+        }
+        assert len(found) == len(rows), "one snapshot row per row id"
+        return found
+
+    def assert_runs_agree_with_changelog(self, target: Target) -> None:
+        """Every `sync_runs` count equals what the changelog holds for the run."""
+        counts = Counter((r["sync_run_id"], r["op_type"], r["status"]) for r in self.rows(target, CHANGELOG))
+        runs = self.rows(target, RUNS)
+        assert runs
+        for run in runs:
+            for op_type, op in (("added", "add"), ("changed", "change"), ("removed", "remove")):
+
+                def n(*statuses: str, op_type: str = op_type, run_id: int = run["sync_run_id"]) -> int:
+                    return sum(counts[(run_id, op_type, s)] for s in statuses)
+
+                assert run[f"num_planned_{op}"] == n("succeeded", "failed", "aborted")
+                assert run[f"num_attempted_{op}"] == n("succeeded", "failed")
+                assert run[f"num_succeeded_{op}"] == n("succeeded")
+                assert run[f"num_failed_{op}"] == n("failed")
+
+    def contents(self, target: Target) -> dict[str, list[tuple[Any, ...]]]:
+        """Every hightouch table's rows, sorted, to compare before and after a replay."""
+        return {
+            t.name: sorted((tuple(map(str, r.values())) for r in self.rows(target, t)), key=str)
+            for t in (CHANGELOG, SNAPSHOT, RUNS)
+        }
+
+    def test_hightouch_tables_have_the_seed_columns(self, target: Target, spark: SparkSession) -> None:
+        run = make_run(sync_id=76, sync_run_id=761)
+        self.write_people(
+            self.log(target, spark, self.hightouch_config), run, [("a", "upsert", "succeeded", 1)]
+        )
+        seed = {
+            CHANGELOG: ["sync_id", "sync_run_id", "op_type", "row_id", "status", "failure_reason", "fields"],
+            SNAPSHOT: ["sync_id", "op_type", "row_id", "status", "failure_reason", "fields"],
+            RUNS: [
+                "sync_id", "sync_run_id", "primary_key", "destination", "model_name", "model_id", "status",
+                "error", "started_at", "finished_at",
+                *[f"num_{s}_{o}" for s in ("planned", "attempted", "succeeded", "failed")
+                  for o in ("add", "change", "remove")],
+            ],
+        }  # fmt: skip
+        for table, columns in seed.items():
+            assert str(target.relation(table)).lower().endswith(f"hightouch_audit.{table.name}")
+            relation = target.relation(table).render()
+            names = [c.lower() for c in target.query(f"SELECT * FROM {relation} WHERE 1 = 0").column_names]
+            expected = [c for c in columns if c != "fields" or target.capabilities.fields_column]
+            assert names[: len(expected)] == expected
+            assert "split_group" not in names, "split_group appears only once a sync uses splits"
+        (row,) = self.rows(target, RUNS)
+        assert (row["destination"], row["model_name"], row["status"]) == (
+            "Salesforce",
+            "High-value customers",
+            "succeeded",
+        )
+
+    def test_hightouch_diff_of_runs_and_seed_002_queries(self, target: Target, spark: SparkSession) -> None:
+        log = self.log(target, spark, self.hightouch_config)
+        first = make_run(sync_id=77, sync_run_id=701, model_name="Audience 77")
+        second = replace(first, sync_run_id=702, started_at=first.started_at + timedelta(minutes=10))
+        ok, rejected = "succeeded", "rejected"
+        self.write_people(
+            log,
+            first,
+            [
+                ("a", "upsert", ok, 1),
+                ("b", "upsert", ok, 1),
+                ("c", "upsert", rejected, 1),
+                ("d", "upsert", ok, 1),
+                ("e", "upsert", ok, 1),
+                (None, "upsert", ok, 1),
+            ],
+        )
+        then: list[Person] = [
+            ("a", "upsert", ok, 1),  # sent again as before: in the snapshot, not in the changelog
+            ("b", "upsert", ok, 2),
+            ("c", "upsert", ok, 1),  # sent again after failing: a retry, logged
+            ("d", "delete", ok, 1),
+            ("f", "upsert", rejected, 1),
+            ("g", "upsert", ok, 1),
+            ("g", "upsert", ok, 1),
+            ("h", "upsert", rejected, 1),
+        ]
+        self.write_people(log, second, then)
+        assert self.changelog(target, first) == Counter(
+            [(p, "added", "succeeded", None) for p in "abde"]
+            + [("c", "added", "failed", REJECTION), (None, "added", "failed", NULL_MESSAGE)]
+        )
+        assert self.changelog(target, second) == Counter(
+            [
+                ("b", "changed", "succeeded", None),
+                ("c", "changed", "succeeded", None),
+                ("d", "removed", "succeeded", None),
+                ("f", "added", "failed", REJECTION),
+                ("g", "added", "failed", DUPLICATE_MESSAGE),
+                ("g", "added", "failed", DUPLICATE_MESSAGE),
+                ("h", "added", "failed", REJECTION),
+            ]
+        )
+        assert self.snapshot(target, 77) == {
+            ("a", "unchanged", "succeeded", None, 702),
+            ("b", "changed", "succeeded", None, 702),
+            ("c", "unchanged", "succeeded", None, 702),
+            ("e", "unchanged", "succeeded", None, 701),
+            ("f", "added", "failed", REJECTION, 702),
+            ("g", "added", "failed", DUPLICATE_MESSAGE, 702),
+            ("h", "added", "failed", REJECTION, 702),
+        }
+        self.assert_runs_agree_with_changelog(target)
+
+        errors = target.query(self.seed(SEED_002_ERRORS)).to_pylist()
+        assert [tuple(r.values()) for r in errors] == [(REJECTION, 2), (DUPLICATE_MESSAGE, 1)]
+        moves = target.query(self.seed(SEED_002_ENTER_EXIT)).to_pylist()
+        assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
+            *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
+            ("d", "Audience 77", "removed"),
+        }
+        current = target.query(self.seed(SEED_002_CURRENT)).to_pylist()
+        assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abce"]
+
+        before = self.contents(target)
+        self.write_people(log, second, then)
+        assert self.contents(target) == before, "replaying the latest run changes nothing"
+
+    def test_hightouch_whole_model_runs_and_failed_runs(self, target: Target, spark: SparkSession) -> None:
+        log = self.log(target, spark, self.hightouch_config)
+        start = make_run(sync_id=78, sync_run_id=801, full_model=True).started_at
+        runs = [
+            make_run(
+                sync_id=78, sync_run_id=801 + i, full_model=True, started_at=start + timedelta(minutes=i)
+            )
+            for i in range(3)
+        ]
+        runs[1] = replace(runs[1], status=RunStatus.FAILED, error="Destination quota exhausted")
+        self.write_people(log, runs[0], [(p, "upsert", "succeeded", 1) for p in "abc"])
+        self.write_people(log, runs[1], [("a", "upsert", "succeeded", 2), ("b", "upsert", "aborted", 1)])
+        assert self.changelog(target, runs[1]) == Counter(
+            [
+                ("a", "changed", "succeeded", None),
+                ("b", "changed", "aborted", None),
+                ("c", "removed", "aborted", None),  # left the model; the failed run never removed it
+            ]
+        )
+        assert self.snapshot(target, 78) == {
+            ("a", "changed", "succeeded", None, 802),
+            ("b", "unchanged", "aborted", None, 802),
+        }
+        (failed,) = self.rows(target, RUNS, "sync_run_id = 802")
+        assert (failed["status"], failed["error"]) == ("failed", "Destination quota exhausted")
+        assert (failed["num_planned_remove"], failed["num_attempted_remove"]) == (1, 0)
+        assert (failed["num_planned_change"], failed["num_attempted_change"]) == (2, 1)
+
+        self.write_people(log, runs[2], [("a", "upsert", "succeeded", 2)])
+        # a is sent again exactly as in run 802, and succeeds again: no operation to log.
+        assert self.changelog(target, runs[2]) == Counter([("b", "removed", "succeeded", None)])
+        assert self.snapshot(target, 78) == {("a", "unchanged", "succeeded", None, 803)}
+        self.assert_runs_agree_with_changelog(target)
+
+        before = self.contents(target)
+        self.write_people(log, runs[2], [("a", "upsert", "succeeded", 2)])
+        assert self.contents(target) == before, "replaying the latest run changes nothing"
+
+    def test_hightouch_split_group_is_added_once_used(self, target: Target, spark: SparkSession) -> None:
+        log = self.log(target, spark, self.hightouch_config)
+        runs = [make_run(sync_id=79, sync_run_id=901 + i) for i in range(3)]
+        self.write_people(log, runs[0], [("a", "upsert", "succeeded", 1), ("b", "upsert", "succeeded", 1)])
+        for table in (CHANGELOG, SNAPSHOT):
+            assert "split_group" not in self.rows(target, table)[0]
+        self.write_people(
+            log,
+            runs[1],
+            [("a", "upsert", "succeeded", 2), ("x", "upsert", "succeeded", 1)],
+            splits={"a": "treatment", "x": "holdout"},
+        )
+        self.write_people(log, runs[2], [("b", "upsert", "succeeded", 2)])
+        for table in (CHANGELOG, SNAPSHOT):
+            relation = target.relation(table).render()
+            names = [c.lower() for c in target.query(f"SELECT * FROM {relation} WHERE 1 = 0").column_names]
+            assert names[-1] == "split_group", "added at the end"
+        groups = {(r["sync_run_id"], r["row_id"]): r["split_group"] for r in self.rows(target, CHANGELOG)}
+        assert groups == {
+            (901, "a"): None,
+            (901, "b"): None,
+            (902, "a"): "treatment",
+            (902, "x"): "holdout",
+            (903, "b"): None,
+        }
+        kept = {r["row_id"]: r["split_group"] for r in self.rows(target, SNAPSHOT)}
+        assert kept == {"a": "treatment", "x": "holdout", "b": None}
+        versions = target.relation(SNAPSHOT, VERSIONS_TABLE).render()
+        added = [r["added_columns"] for r in self.rows_sql(target, f"SELECT * FROM {versions}")]
+        assert "split_group" in added
+
+    def test_hightouch_empty_model_switches_and_retention(self, target: Target, spark: SparkSession) -> None:
+        now = datetime.now(UTC)
+        config = replace(
+            self.hightouch_config,
+            syncs={81: SyncSettings(layouts=("hightouch",), tables={"sync_snapshot": TableSettings(False)})},
+        )
+        log = self.log(target, spark, config)
+        old = make_run(sync_id=80, sync_run_id=1001, full_model=True, started_at=now - timedelta(days=10))
+        self.write_people(log, old, [("a", "upsert", "succeeded", 1), ("b", "upsert", "succeeded", 1)])
+        self.write_people(log, make_run(sync_id=81, sync_run_id=1101), [("z", "upsert", "succeeded", 1)])
+        emptied = make_run(sync_id=80, sync_run_id=1002, full_model=True, started_at=now)
+        log.finish(emptied)  # a run without records: only its end is logged
+        assert self.changelog(target, emptied) == Counter(
+            [("a", "removed", "succeeded", None), ("b", "removed", "succeeded", None)]
+        )
+        assert self.snapshot(target, 80) == set(), "an empty model empties the sync's snapshot"
+        assert self.snapshot(target, 81) == set(), "sync 81 switched its snapshot off"
+        assert len(self.rows(target, CHANGELOG, "sync_id = 81")) == 1
+        log.cleanup(now)
+        assert [r["sync_run_id"] for r in self.rows(target, CHANGELOG, "sync_id = 80")] == [1002, 1002]
+        assert len(self.rows(target, RUNS)) == 3, "sync_runs is not retained"
+
+    def test_read_rows_brings_a_sync_back_into_spark(self, target: Target, spark: SparkSession) -> None:
+        table = table_for(SNAPSHOT, fields=True, splits=True)
+        with target.read_rows(table, 82, spark) as missing:
+            assert missing is None
+        log = self.log(target, spark, self.hightouch_config)
+        self.write_people(log, make_run(sync_id=82, sync_run_id=1201), [("a", "upsert", "succeeded", 1)])
+        self.write_people(log, make_run(sync_id=83, sync_run_id=1301), [("b", "upsert", "succeeded", 1)])
+        with target.read_rows(table, 82, spark) as rows:
+            assert rows is not None
+            assert rows.schema == table.spark_schema()
+            found = [r.asDict() for r in rows.collect()]
+        assert [(r["row_id"], r["status"], r["split_group"]) for r in found] == [("a", "succeeded", None)]

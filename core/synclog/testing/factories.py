@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -82,3 +83,27 @@ def record_rows(
 def make_records(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
     """A record-results frame from `record_rows`-shaped tuples."""
     return spark.createDataFrame(rows, RECORD_DDL)
+
+
+Person = tuple[str | None, str, str, int]
+"""(identifier, operation, input status, version of the person's fields)."""
+
+
+def person_rows(
+    run: Run, people: list[Person], *, started_at: datetime | None = None
+) -> list[tuple[Any, ...]]:
+    """Rows in `RECORD_DDL` order, one batch, whose payload (the model's fields) is the person's version."""
+    start = started_at or run.started_at
+    return [
+        (
+            identifier,
+            operation,
+            status,
+            REJECTION if status == "rejected" else None,
+            json.dumps({"id": identifier, "version": version}),
+            0,
+            start,
+            start + timedelta(seconds=30),
+        )
+        for identifier, operation, status, version in people
+    ]

@@ -1,0 +1,306 @@
+"""The hightouch layout (seeds 002, 004): `sync_changelog`, `sync_snapshot` and `sync_runs`.
+
+All three are written once a run has ended, from a diff of the run against the sync's
+previous snapshot (`synclog.diff`):
+
+- `sync_changelog` (append-only; a replayed run replaces its own rows): one row per record
+  the engine reported, plus one per row that left a whole-model run (`Run.full_model`), except
+  records that repeat their row exactly (same fields hash) and succeed as it did last time: a
+  whole-model run sends every row, and those are no operation. op_type `removed` for a delete
+  or a row that left, `added` for a row the previous snapshot lacks, `changed` otherwise (the
+  fields changed, or a known row was sent again after failing or being aborted: a retry).
+- `sync_snapshot` (replaced per sync, atomically): one row per row id of the model, as last
+  known. A row the run sent takes its new status (op_type `added`, `changed` when its fields
+  hash differs from the previous one, else `unchanged`); a row the run did not send keeps its
+  last status, fields and run, with op_type `unchanged`. Removed rows leave the snapshot
+  whatever their status; records without a row id are not in it.
+- `sync_runs`: one row per run; planned = attempted + aborted, attempted = succeeded + failed,
+  per op_type, counted from the changelog rows of the run (invalid records count as attempted
+  and failed).
+
+Retention: changelog rows expire by `batch_started_at` (per sync and table, as configured);
+the snapshot keeps each row's last known state and `sync_runs` every run. Per sync, each table
+can be switched off in `synclog.toml`; without `sync_snapshot` a run has no previous state to
+diff against, so every record is `added` (or `removed`). `split_group` is added to the changelog
+and snapshot (at the end) by the first run whose records, or whose previous snapshot, use splits.
+
+Statuses: succeeded stays succeeded; the destination's rejections and the invalid-record checks
+(NULL or DUPLICATE identifier) are `failed` with the reason in `failure_reason`; what the engine
+reports as aborted is `aborted`. A row that left a whole-model run takes the run's outcome:
+succeeded, or aborted when the run ended with an error.
+
+Replays: before the snapshot is replaced, the previous state of every row the run touches is
+kept in `synclog_snapshot_baseline` (replaced per sync, with a marker row naming the run). A run
+written again finds its own baseline there and diffs against the state before it, so replaying
+the sync's latest run changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from synclog.capabilities import Capabilities
+from synclog.diff import Diff, diff, fields_hash, prev
+from synclog.layouts.base import Layout, LayoutContext, arrow_rows
+from synclog.layouts.table import Column as Col
+from synclog.layouts.table import ColumnType as C
+from synclog.layouts.table import Rows, TableSpec
+from synclog.model import RecordStatus, Run, RunStatus
+from synclog.payloads import fit_json
+
+SCHEMA = "hightouch_audit"
+_ID = Col("sync_id", C.BIGINT, "The ID of the sync")
+_RUN_ID = Col("sync_run_id", C.BIGINT, "The ID of the sync run")
+_ROW_ID = Col("row_id", C.STRING, "The value of the row's primary key (NULL when the record had none)")
+_STATUS = Col("status", C.STRING, "succeeded, failed or aborted (planned, never attempted)")
+_REASON = Col("failure_reason", C.STRING, "Why the row failed to sync, when it failed")
+_FIELDS = Col("fields", C.JSON, "The model's row, as a JSON object")
+SPLIT_GROUP = Col("split_group", C.STRING, "The audience split group; added once a sync uses splits")
+
+CHANGELOG = TableSpec(
+    layout="hightouch",
+    schema=SCHEMA,
+    name="sync_changelog",
+    columns=(
+        _ID,
+        _RUN_ID,
+        Col("op_type", C.STRING, "added, changed or removed relative to the sync's previous snapshot"),
+        _ROW_ID,
+        _STATUS,
+        _REASON,
+        _FIELDS,
+        Col("batch_started_at", C.TIMESTAMP, "When the row's batch started (retention counts from it)"),
+    ),
+    replace_key=("sync_run_id",),
+    time_column="batch_started_at",
+    retained=True,
+)
+
+SNAPSHOT = TableSpec(
+    layout="hightouch",
+    schema=SCHEMA,
+    name="sync_snapshot",
+    columns=(
+        _ID,
+        Col("op_type", C.STRING, "added, changed or unchanged relative to the sync's previous run"),
+        _ROW_ID,
+        _STATUS,
+        _REASON,
+        _FIELDS,
+        Col("fields_hash", C.STRING, "Hash of `fields`: recognises unchanged rows in the next run"),
+        Col("last_sync_run_id", C.BIGINT, "The last run that sent the row"),
+    ),
+    replace_key=("sync_id",),
+)
+
+_COUNTS = tuple(
+    Col(f"num_{stage}_{op}", C.BIGINT, f"Rows planned to {op} that were {stage}")
+    for stage in ("planned", "attempted", "succeeded", "failed")
+    for op in ("add", "change", "remove")
+)
+RUNS = TableSpec(
+    layout="hightouch",
+    schema=SCHEMA,
+    name="sync_runs",
+    columns=(
+        _ID,
+        _RUN_ID,
+        Col("primary_key", C.STRING, "The model's primary key column"),
+        Col("destination", C.STRING, "The destination type, e.g. Salesforce or Braze"),
+        Col("model_name", C.STRING, "The name of the model attached to the sync"),
+        Col("model_id", C.BIGINT, "The ID of the model attached to the sync"),
+        Col("status", C.STRING, "succeeded or failed"),
+        Col("error", C.STRING, "The sync-level error if the run ended early"),
+        Col("started_at", C.TIMESTAMP, "When the run started"),
+        Col("finished_at", C.TIMESTAMP, "When the run finished"),
+        *_COUNTS,
+    ),
+    replace_key=("sync_run_id",),
+)
+
+BASELINE = TableSpec(
+    layout="hightouch",
+    schema=SCHEMA,
+    name="synclog_snapshot_baseline",
+    columns=(
+        *SNAPSHOT.columns,
+        Col("baseline_run_id", C.BIGINT, "The run this is the state before"),
+        Col("existed", C.BOOLEAN, "Whether the snapshot held the row before that run"),
+    ),
+    replace_key=("sync_id",),
+)
+"""Internal: the snapshot rows of a sync as they were before its latest run, for replays."""
+
+_OPS = {"added": "add", "changed": "change", "removed": "remove"}
+
+
+def table_for(table: TableSpec, *, fields: bool, splits: bool) -> TableSpec:
+    """`table` without `fields` where the target does not write it, with `split_group` once used."""
+    columns = tuple(c for c in table.columns if fields or c.name != "fields")
+    if splits and table is not RUNS:
+        columns = (*columns, SPLIT_GROUP)
+    return replace(table, columns=columns)
+
+
+class HightouchLayout(Layout):
+    """Hightouch's Warehouse Sync Logs tables."""
+
+    name: ClassVar[str] = "hightouch"
+    tables: ClassVar[tuple[TableSpec, ...]] = (CHANGELOG, SNAPSHOT, RUNS, BASELINE)
+
+    def batch_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+        return iter(())
+
+    def run_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+        run, caps = ctx.run, ctx.capabilities
+        previous, replay = _previous_snapshot(ctx)
+        splits = _uses_splits(ctx.records) or _uses_splits(previous)
+        d = diff(run_side(ctx.records), previous, full_model=run.full_model)
+        fields = caps.fields_column
+        if not replay:
+            table = table_for(BASELINE, fields=fields, splits=splits)
+            yield table, _baseline_rows(d, run, table)
+        table = table_for(SNAPSHOT, fields=fields, splits=splits)
+        yield table, _select(d.joined.where(d.kept), table, _snapshot_values(d, run, caps))
+        table = table_for(CHANGELOG, fields=fields, splits=splits)
+        changelog = _select(d.joined.where(d.logged), table, _changelog_values(d, run, caps))
+        yield table, changelog
+        counts = {(r[0], r[1]): int(r[2]) for r in changelog.groupBy("op_type", "status").count().collect()}
+        yield RUNS, arrow_rows(RUNS, [_run_row(run, counts)])
+
+
+def run_side(records: DataFrame) -> DataFrame:
+    """The canonical records in the hightouch vocabulary, with the hash of their fields."""
+    status = F.col("status")
+    failed = ~status.isin(RecordStatus.SUCCEEDED.value, RecordStatus.ABORTED.value)
+    return records.select(
+        F.col("record_identifier").alias("row_id"),
+        "log_id",
+        (F.col("operation") == "delete").alias("removes"),
+        F.when(status == RecordStatus.SUCCEEDED.value, F.lit("succeeded"))
+        .when(status == RecordStatus.ABORTED.value, F.lit("aborted"))
+        .otherwise(F.lit("failed"))
+        .alias("status"),
+        F.when(failed, F.col("status_message")).alias("failure_reason"),
+        "fields",
+        fields_hash(F.col("fields")).alias("fields_hash"),
+        "split_group",
+        "batch_started_at",
+    )
+
+
+def _changelog_values(d: Diff, run: Run, caps: Capabilities) -> dict[str, Column]:
+    outcome = "succeeded" if run.status is RunStatus.SUCCEEDED else "aborted"
+    return {
+        "sync_id": F.lit(run.sync_id),
+        "sync_run_id": F.lit(run.sync_run_id),
+        "op_type": d.change,
+        "row_id": d.row_id,
+        "status": d.pick("status", F.lit(outcome)),
+        "failure_reason": F.when(d.in_run, F.col("failure_reason")),
+        "fields": _fields(d, caps),
+        "batch_started_at": d.pick("batch_started_at", F.lit(run.started_at)),
+        "split_group": d.pick("split_group"),
+    }
+
+
+def _snapshot_values(d: Diff, run: Run, caps: Capabilities) -> dict[str, Column]:
+    return {
+        "sync_id": F.lit(run.sync_id),
+        "op_type": d.state,
+        "row_id": d.row_id,
+        "status": d.pick("status"),
+        "failure_reason": d.pick("failure_reason"),
+        "fields": _fields(d, caps),
+        "fields_hash": d.pick("fields_hash"),
+        "last_sync_run_id": F.when(d.in_run, F.lit(run.sync_run_id)).otherwise(prev("last_sync_run_id")),
+        "split_group": d.pick("split_group"),
+    }
+
+
+def _fields(d: Diff, caps: Capabilities) -> Column:
+    """The run's fields, fitted to the target's JSON size limit; previous rows keep theirs."""
+    return F.when(d.in_run, fit_json(F.col("fields"), caps.max_json_bytes)).otherwise(prev("fields"))
+
+
+def _baseline_rows(d: Diff, run: Run, table: TableSpec) -> DataFrame:
+    """The previous state of the rows the run touches, and a marker row naming the run."""
+    values: dict[str, Column] = {c: prev(c) for c in table.column_names()}
+    values |= {
+        "sync_id": F.lit(run.sync_id),
+        "row_id": d.row_id,
+        "baseline_run_id": F.lit(run.sync_run_id),
+        "existed": d.was_there,
+    }
+    rows = _select(d.joined.where(d.touched), table, values)
+    spark = d.joined.sparkSession
+    marker = {"sync_id": F.lit(run.sync_id), "baseline_run_id": F.lit(run.sync_run_id)}
+    return rows.unionByName(_select(spark.range(1), table, marker))
+
+
+def _previous_snapshot(ctx: LayoutContext) -> tuple[DataFrame, bool]:
+    """The sync's snapshot before this run, and whether the run is being replayed."""
+    # Read every column back (a column the target lacks reads NULL).
+    schema = table_for(SNAPSHOT, fields=True, splits=True)
+    current = ctx.previous(schema)
+    if current is None:
+        current = ctx.records.sparkSession.createDataFrame([], schema.spark_schema())
+    baseline = ctx.previous(table_for(BASELINE, fields=True, splits=True))
+    if baseline is not None and _is_baseline_of(baseline, ctx.run):
+        return _before(current, baseline), True
+    return current, False
+
+
+def _is_baseline_of(baseline: DataFrame, run: Run) -> bool:
+    """Whether the stored baseline is the state before `run` (the run is being replayed)."""
+    marker = baseline.where(F.col("row_id").isNull() & (F.col("baseline_run_id") == run.sync_run_id))
+    return not marker.isEmpty()
+
+
+def _before(current: DataFrame, baseline: DataFrame) -> DataFrame:
+    """The snapshot as it was before the baseline's run: its touched rows put back as they were."""
+    touched = baseline.where(F.col("row_id").isNotNull())
+    kept = current.join(touched.select("row_id"), "row_id", "left_anti")
+    return kept.unionByName(touched.where(F.col("existed")).select(*current.columns))
+
+
+def _uses_splits(frame: DataFrame) -> bool:
+    return not frame.where(F.col("split_group").isNotNull()).isEmpty()
+
+
+def _select(frame: DataFrame, table: TableSpec, values: dict[str, Column]) -> DataFrame:
+    """`table`'s columns in order, typed; columns `values` lacks are NULL."""
+    return frame.select(
+        *[values.get(c.name, F.lit(None)).cast(c.type.spark()).alias(c.name) for c in table.columns]
+    )
+
+
+def _run_row(run: Run, counts: dict[tuple[str, str], int]) -> dict[str, Any]:
+    """The run's `sync_runs` row; `counts` are changelog rows by (op_type, status)."""
+    row: dict[str, Any] = {
+        "sync_id": run.sync_id,
+        "sync_run_id": run.sync_run_id,
+        "primary_key": run.primary_key,
+        "destination": run.destination.type.split("::")[0],
+        "model_name": run.model_name,
+        "model_id": run.model_id,
+        "status": "succeeded" if run.status is RunStatus.SUCCEEDED else "failed",
+        "error": run.error,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }
+    for op_type, op in _OPS.items():
+
+        def n(*statuses: str, op_type: str = op_type) -> int:
+            return sum(counts.get((op_type, s), 0) for s in statuses)
+
+        row[f"num_planned_{op}"] = n("succeeded", "failed", "aborted")
+        row[f"num_attempted_{op}"] = n("succeeded", "failed")
+        row[f"num_succeeded_{op}"] = n("succeeded")
+        row[f"num_failed_{op}"] = n("failed")
+    return row
