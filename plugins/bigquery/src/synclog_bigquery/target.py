@@ -179,6 +179,10 @@ class BigQueryTarget(SqlTarget):
         source = f"{self.quote(self.project)}.{relation.render()}"
         return f"CREATE OR REPLACE VIEW {view.render()} AS SELECT {columns} FROM {source}"
 
+    def json_text_sql(self, expression: str) -> str:
+        """BigQuery casts only JSON strings to STRING; TO_JSON_STRING serialises any JSON value."""
+        return f"TO_JSON_STRING({expression})"
+
     def existing_columns(self, relation: Relation) -> list[str] | None:
         with translated_errors(f"reading {relation}"):
             try:
