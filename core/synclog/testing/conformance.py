@@ -106,6 +106,8 @@ class TargetConformance:
     }
     """How the seed queries' Snowflake names are spelt on this target."""
     expected_sync_log: ClassVar[str] = "census.sync_log"
+    qualify: ClassVar[bool] = True
+    """Whether the warehouse has QUALIFY, which seed 002's third query uses (Postgres has not)."""
     settings: ClassVar[TargetSettings] = TargetSettings()
     hightouch_config: ClassVar[Config] = Config(defaults=SyncSettings(layouts=("hightouch",)))
 
@@ -382,13 +384,14 @@ class TargetConformance:
 
         errors = target.query(self.seed(SEED_002_ERRORS)).to_pylist()
         assert [tuple(r.values()) for r in errors] == [(REJECTION, 2), (DUPLICATE_MESSAGE, 1)]
-        moves = target.query(self.seed(SEED_002_ENTER_EXIT)).to_pylist()
+        moves = self.rows_sql(target, self.seed(SEED_002_ENTER_EXIT))
         assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
             *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
             ("d", "Audience 77", "removed"),
         }
-        current = target.query(self.seed(SEED_002_CURRENT)).to_pylist()
-        assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abce"]
+        if self.qualify:  # seed 002's third query uses QUALIFY, which not every warehouse has
+            current = self.rows_sql(target, self.seed(SEED_002_CURRENT))
+            assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abce"]
 
         before = self.contents(target)
         self.write_people(log, second, then)
