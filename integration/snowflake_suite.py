@@ -23,6 +23,7 @@ from synclog.layouts.table import Column, ColumnType, TableSpec
 from synclog.targets.base import Target
 from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog_snowflake.target import LOAD_TABLE_PREFIX
 
 #: Seed 000's two Snowflake queries character for character (trailing blanks and semicolons too).
@@ -33,51 +34,6 @@ SEED_000_VERBATIM = (
     "ON log.source_object_id = source.id\nWHERE log.sync_run_id = 5678\n  AND log.operation = 'delete';",
 )
 
-SEED_002_COMMON_ERRORS = """select
-  failure_reason,
-  count(*) as c
-from hightouch_audit.sync_snapshot
-where failure_reason is not null
-group by failure_reason
-order by c desc"""
-
-SEED_002_ENTERED_AND_EXITED = """with details as (
-  select
-    model_name,
-    row_id,
-    op_type as type,
-    started_at as timestamp,
-    lag(op_type) over(partition by model_name, row_id order by started_at) as lag_type
-  from hightouch_audit.sync_changelog c
-  join hightouch_audit.sync_runs r on c.sync_id = r.sync_id
-  where op_type != 'changed'
-  order by model_name, row_id
-)
-
-select
-  row_id as user_id,
-  model_name as audience,
-  type,
-  timestamp
-from details
-where (lag_type != type or lag_type is null)
-order by model_name, row_id, timestamp"""
-
-SEED_002_CURRENT_ROWS = """with model_names as (
-  select distinct
-    sync_id,
-    model_name
-  from hightouch_audit.sync_runs
-)
-
-select
-  model_name,
-  row_id as user_id
-from hightouch_audit.sync_snapshot s
-join model_names r on s.sync_id = r.sync_id
-where s.status != 'failed'
-qualify row_number() over (partition by user_id, model_name order by null) = 1
-order by user_id"""
 
 #: Every logical column type, in a schema of its own: the target is generic over TableSpecs.
 EVERY_TYPE = TableSpec(
@@ -233,9 +189,9 @@ class SnowflakeSuite(TargetConformance):
         run = make_run()
         self.log(target, spark, config).write_run(run, make_records(spark, record_rows(run)))
         # Two-part names resolve against the connection's database (from the URL).
-        errors = target.query(SEED_002_COMMON_ERRORS).to_pylist()
-        entered = target.query(SEED_002_ENTERED_AND_EXITED)
-        current = target.query(SEED_002_CURRENT_ROWS)
+        errors = target.query(SEED_002_ERRORS).to_pylist()
+        entered = target.query(SEED_002_ENTER_EXIT)
+        current = target.query(SEED_002_CURRENT)
         assert errors and all(r["FAILURE_REASON"] for r in errors)
         assert entered.num_rows > 0
         assert current.num_rows > 0

@@ -24,6 +24,7 @@ from synclog.layouts.registry import LAYOUTS
 from synclog.plugins.manager import registry
 from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
 
 bigquery = pytest.importorskip("google.cloud.bigquery", reason="google-cloud-bigquery is not installed")
@@ -37,35 +38,6 @@ from synclog_bigquery.target import STAGE_PREFIX, BigQueryTarget  # noqa: E402
 DAY_MS = 86_400_000
 
 # Seed 002's first two example queries, verbatim.
-SEED_002_COMMON_ERRORS = """select
-  failure_reason,
-  count(*) as c
-from hightouch_audit.sync_snapshot
-where failure_reason is not null
-group by failure_reason
-order by c desc"""
-
-SEED_002_ENTERED_AND_EXITED = """with details as (
-  select
-    model_name,
-    row_id,
-    op_type as type,
-    started_at as timestamp,
-    lag(op_type) over(partition by model_name, row_id order by started_at) as lag_type
-  from hightouch_audit.sync_changelog c
-  join hightouch_audit.sync_runs r on c.sync_id = r.sync_id
-  where op_type != 'changed'
-  order by model_name, row_id
-)
-
-select
-  row_id as user_id,
-  model_name as audience,
-  type,
-  timestamp
-from details
-where (lag_type != type or lag_type is null)
-order by model_name, row_id, timestamp"""
 
 
 @pytest.fixture(scope="session")
@@ -206,8 +178,8 @@ class TestBigQuery(TargetConformance):
         for run_id in (1, 2):
             run = make_run(sync_run_id=run_id)
             log.write_run(run, make_records(spark, record_rows(run)))
-        errors = target.query(SEED_002_COMMON_ERRORS)
-        changes = target.query(SEED_002_ENTERED_AND_EXITED)
+        errors = target.query(SEED_002_ERRORS)
+        changes = target.query(SEED_002_ENTER_EXIT)
         assert errors.column_names == ["failure_reason", "c"]
         assert errors.num_rows >= 1
         assert changes.column_names == ["user_id", "audience", "type", "timestamp"]

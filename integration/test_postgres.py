@@ -22,6 +22,7 @@ from synclog.plugins.manager import registry
 from synclog.targets.base import Target
 from synclog.testing.conformance import TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
@@ -37,36 +38,6 @@ from synclog_postgres.target import PostgresTarget
 PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 BEFORE_1970 = datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 LATER = datetime(2026, 3, 1, 8, 0, 0, 123456, tzinfo=UTC)
-
-SEED_002_COMMON_ERROR = """select
-  failure_reason,
-  count(*) as c
-from hightouch_audit.sync_snapshot
-where failure_reason is not null
-group by failure_reason
-order by c desc"""
-
-SEED_002_ENTERED_EXITED = """with details as (
-  select
-    model_name,
-    row_id,
-    op_type as type,
-    started_at as timestamp,
-    lag(op_type) over(partition by model_name, row_id order by started_at) as lag_type
-  from hightouch_audit.sync_changelog c
-  join hightouch_audit.sync_runs r on c.sync_id = r.sync_id
-  where op_type != 'changed'
-  order by model_name, row_id
-)
-
-select
-  row_id as user_id,
-  model_name as audience,
-  type,
-  timestamp
-from details
-where (lag_type != type or lag_type is null)
-order by model_name, row_id, timestamp"""
 
 
 @pytest.fixture(scope="session")
@@ -265,9 +236,9 @@ class TestPostgres(TargetConformance):
         config = Config(defaults=SyncSettings(layouts=("hightouch",)))
         run = make_run()
         self.log(target, spark, config).write_run(run, make_records(spark, record_rows(run)))
-        errors = target.query(SEED_002_COMMON_ERROR).to_pylist()
+        errors = target.query(SEED_002_ERRORS).to_pylist()
         assert any(row["failure_reason"] == REJECTION and row["c"] > 0 for row in errors)
-        changes = target.query(SEED_002_ENTERED_EXITED)
+        changes = target.query(SEED_002_ENTER_EXIT)
         assert changes.column_names == ["user_id", "audience", "type", "timestamp"]
         assert changes.num_rows > 0
         assert set(changes.column("type").to_pylist()) <= {"added", "removed"}
