@@ -35,7 +35,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ServerStartError, ServerUnavailable
+from .processes import free_port, stop_process
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -295,7 +295,7 @@ def local_bigquery_server(
     finally:
         try:
             if proc is not None:
-                _stop(proc)
+                stop_process(proc, _STOP_TIMEOUT_S)
         finally:
             shutil.rmtree(base_dir, ignore_errors=True)
 
@@ -309,7 +309,7 @@ def _start(
     """Start the server on free ports (retrying a lost port race) and wait until it answers."""
     log_file = base_dir / "server.log"
     for attempt in range(1, _PORT_ATTEMPTS + 1):
-        port, grpc_port = _free_port(), _free_port()
+        port, grpc_port = free_port(), free_port()
         server = BigQueryServer(
             endpoint=f"http://{HOST}:{port}",
             project=project,
@@ -340,7 +340,7 @@ def _start(
         try:
             _wait_until_ready(proc, server, timeout=timeout)
         except _PortTaken:
-            _stop(proc)
+            stop_process(proc, _STOP_TIMEOUT_S)
             if attempt < _PORT_ATTEMPTS:
                 continue
             raise ServerStartError(
@@ -348,7 +348,7 @@ def _start(
                 f"server log tail:\n{_log_tail(log_file)}"
             ) from None
         except BaseException:
-            _stop(proc)
+            stop_process(proc, _STOP_TIMEOUT_S)
             raise
         return proc, server
     raise AssertionError("unreachable")
@@ -392,17 +392,6 @@ def _wait_until_ready(proc: subprocess.Popen[bytes], server: BigQueryServer, *, 
         f"local-bigquery did not answer at {server.endpoint} within {timeout:.0f}s "
         f"(last: {last}); server log tail:\n{_log_tail(server.log_file)}"
     )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=_STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=_STOP_TIMEOUT_S)
 
 
 def _recipe() -> dict[str, object]:
@@ -518,13 +507,6 @@ def _exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _log_tail(log_file: Path) -> str:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ServerStartError, ServerUnavailable
+from .processes import free_port, stop_process
 
 __all__ = [
     "HOST",
@@ -175,29 +176,12 @@ class FakesnowServer:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def _accepts(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):
             return True
     except OSError:
         return False
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)  # fakesnow's CLI stops its server on SIGINT
-    try:
-        proc.wait(timeout=_STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=_STOP_TIMEOUT_S)
 
 
 @contextmanager
@@ -219,7 +203,7 @@ def fakesnow_server(
     log_path = base_dir / "server.log"
     env = {**os.environ, "TMPDIR": str(tmp_dir), "PYTHONUNBUFFERED": "1"}
     try:
-        port = port or _free_port(HOST)
+        port = port or free_port(HOST)
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
                 [python, "-m", "fakesnow", "-s", "--host", HOST, "--port", str(port)],
@@ -246,6 +230,6 @@ def fakesnow_server(
                 time.sleep(0.1)
             yield server
         finally:
-            _stop(proc)
+            stop_process(proc, _STOP_TIMEOUT_S, signal.SIGINT)  # fakesnow stops its server on SIGINT
     finally:
         shutil.rmtree(base_dir, ignore_errors=True)

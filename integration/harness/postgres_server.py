@@ -28,7 +28,6 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -39,6 +38,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .errors import ServerStartError, ServerUnavailable
+from .processes import free_port
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -285,7 +285,7 @@ class _Cluster:
         """Start on a free port (retrying if another process grabs it); return the port."""
         wait_s = max(1, int(timeout))
         for attempt in range(1, _PORT_ATTEMPTS + 1):
-            port = _free_port()
+            port = free_port()
             started = time.monotonic()
             try:
                 proc = self._server_cmd(
@@ -383,13 +383,6 @@ def _run(cmd: Sequence[str], *, cwd: Path, timeout: float) -> subprocess.Complet
         timeout=timeout,
         check=False,
     )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _log_tail(log_file: Path, lines: int = _LOG_TAIL_LINES) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ServerStartError, ServerUnavailable
+from .processes import free_port, stop_process
 
 __all__ = ["HOST", "S3Server", "ServerStartError", "ServerUnavailable", "s3_server"]
 
@@ -112,7 +112,7 @@ def s3_server(*, startup_timeout: float = _START_TIMEOUT_S) -> Iterator[S3Server
     """Run a fresh, empty moto S3 server for the duration of the ``with`` block."""
     require_moto_server()
     base_dir = Path(tempfile.mkdtemp(prefix="synclog-s3-"))
-    port = _free_port()
+    port = free_port()
     server = S3Server(endpoint_url=f"http://{HOST}:{port}", log_file=base_dir / "server.log")
     with server.log_file.open("wb") as log:
         proc = subprocess.Popen(
@@ -126,7 +126,7 @@ def s3_server(*, startup_timeout: float = _START_TIMEOUT_S) -> Iterator[S3Server
         yield server
     finally:
         try:
-            _stop(proc)
+            stop_process(proc, _STOP_TIMEOUT_S)
         finally:
             shutil.rmtree(base_dir, ignore_errors=True)
 
@@ -149,21 +149,3 @@ def _wait_until_ready(proc: subprocess.Popen[bytes], server: S3Server, timeout: 
         f"moto server did not answer on {server.endpoint_url} within {timeout:.0f}s; "
         f"log tail:\n{server.log_tail()}"
     )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=_STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=_STOP_TIMEOUT_S)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
