@@ -18,13 +18,21 @@ def count(log: SyncLog) -> int:
     return int(log.target.query(f"SELECT COUNT(*) FROM {view}").column(0)[0].as_py())
 
 
+def blocked_url(tmp_path: Path) -> tuple[str, Path]:
+    """A DuckDB URL that cannot open while the returned file stands where its folder goes."""
+    blocker = tmp_path / "warehouse"
+    blocker.write_text("")
+    return f"duckdb:///{blocker / 'logs.duckdb'}", blocker
+
+
 def test_outage_keeps_batches_and_flush_loads_them_once(tmp_path: Path, spark: SparkSession) -> None:
-    url = f"duckdb:///{tmp_path / 'logs.duckdb'}"
+    url, blocker = blocked_url(tmp_path)
     config = Config(state_dir=str(tmp_path / "state"))
     run = make_run()
     rows = record_rows(run, count=40, batches=2)
-    down = SyncLog.open(url, config, spark)
-    down.target.close()  # the warehouse goes away mid-sync
+    warnings: list[str] = []
+    down = SyncLog.open(url, config, spark, progress=warnings.append)  # the warehouse is down
+    assert any("does not answer" in w for w in warnings)
     first = down.write(run, make_records(spark, [r for r in rows if r[5] == 0]))
     second = down.write(run, make_records(spark, [r for r in rows if r[5] == 1]))
     assert first.pending and second.pending
@@ -32,6 +40,7 @@ def test_outage_keeps_batches_and_flush_loads_them_once(tmp_path: Path, spark: S
     (kept,) = down.store.all_pending()
     assert (kept.batches, kept.finished) == ((0, 1), True)
 
+    blocker.unlink()  # the warehouse is back
     with SyncLog.open(url, config, spark) as up:
         assert up.flush() == []
         assert count(up) == 40
@@ -40,8 +49,37 @@ def test_outage_keeps_batches_and_flush_loads_them_once(tmp_path: Path, spark: S
     assert not down.store.has(run)
 
 
+def test_writes_reconnect_once_the_warehouse_is_back(tmp_path: Path, spark: SparkSession) -> None:
+    url, blocker = blocked_url(tmp_path)
+    config = Config(state_dir=str(tmp_path / "state"))
+    run = make_run()
+    rows = record_rows(run, count=40, batches=2)
+    with SyncLog.open(url, config, spark) as log:
+        assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending
+        blocker.unlink()
+        second = log.write(run, make_records(spark, [r for r in rows if r[5] == 1]))
+        assert not second.pending
+        assert count(log) == 40  # the kept batch went in with the new one
+        log.finish(run)
+        assert log.store.all_pending() == []
+        assert not log.store.has(run)
+
+
+def test_a_target_that_fails_mid_run_is_connected_again(tmp_path: Path, spark: SparkSession) -> None:
+    config = Config(state_dir=str(tmp_path / "state"))
+    run = make_run()
+    rows = record_rows(run, count=40, batches=2)
+    with SyncLog.open(f"duckdb:///{tmp_path / 'logs.duckdb'}", config, spark) as log:
+        log.target.close()  # the connection breaks mid-sync
+        assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending
+        assert not log.write(run, make_records(spark, [r for r in rows if r[5] == 1])).pending
+        assert count(log) == 40
+
+
 def test_failures_can_be_raised_instead(tmp_path: Path, spark: SparkSession) -> None:
     config = Config(state_dir=str(tmp_path / "state"), keep_on_target_failure=False)
+    with pytest.raises(Exception, match="cannot open DuckDB database"):
+        SyncLog.open(blocked_url(tmp_path)[0], config, spark)
     log = SyncLog.open(f"duckdb:///{tmp_path / 'logs.duckdb'}", config, spark)
     log.target.close()
     run = make_run()

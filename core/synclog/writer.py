@@ -26,6 +26,8 @@ from synclog.retention import CleanupResult, cleanup
 from synclog.runstore import PARTITION, Pending, RunStore
 from synclog.spark import spark_session
 from synclog.targets.base import Target
+from synclog.targets.connector import Connector
+from synclog.urls import TargetURL
 
 Progress = Callable[[str], None]
 
@@ -55,12 +57,12 @@ class SyncLog:
 
     def __init__(
         self,
-        target: Target,
+        target: Target | Connector,
         config: Config | None = None,
         spark: SparkSession | None = None,
         progress: Progress | None = None,
     ) -> None:
-        self.target = target
+        self.connector = target if isinstance(target, Connector) else Connector.of(target)
         self.config = config or Config()
         self.spark = spark or spark_session()
         self.progress = progress or (lambda _message: None)
@@ -75,10 +77,36 @@ class SyncLog:
         spark: SparkSession | None = None,
         progress: Progress | None = None,
     ) -> SyncLog:
-        """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default)."""
+        """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default).
+
+        A target that does not answer yet is no error while `keep_on_target_failure` holds:
+        batches wait in the run store and every later write tries to connect again.
+        """
         config = config or Config.load()
         url, settings = config.resolve_target(target)
-        return cls(registry().open(url, settings), config, spark, progress)
+        log = cls(Connector.for_type(registry().for_url(url), url, settings), config, spark, progress)
+        try:
+            log.target  # noqa: B018 - connect now, so a wrong URL or password shows at once
+        except ConfigError:
+            raise
+        except Exception as exc:
+            if not config.keep_on_target_failure:
+                raise
+            log.progress(
+                f"warning: {url} does not answer ({_first_line(exc)}); "
+                f"batches wait in {log.store.root} until it does"
+            )
+        return log
+
+    @property
+    def target(self) -> Target:
+        """The target, connected (again) if it was not."""
+        return self.connector.target
+
+    @property
+    def url(self) -> TargetURL:
+        """Where the log tables go (known without connecting)."""
+        return self.connector.url
 
     def write(self, run: Run, records: DataFrame) -> WriteResult:
         """Log one or more batches of `run`. A batch written again replaces its earlier copy.
@@ -146,9 +174,10 @@ class SyncLog:
         except Exception as exc:
             if not self.config.keep_on_target_failure:
                 raise
+            self.connector.reset()
             kept = self.store.mark_pending(run, batches, finished=finished)
             self.progress(
-                f"warning: {self.target.url} failed ({_first_line(exc)}); kept {len(kept.batches)} "
+                f"warning: {self.url} failed ({_first_line(exc)}); kept {len(kept.batches)} "
                 f"batch(es) of run {run.sync_run_id} in {self.store.root} for `synclog flush`"
             )
             return None
@@ -163,12 +192,12 @@ class SyncLog:
 
         Raises ConfigError when the target cannot hold a configured layout.
         """
-        held = self.target.capabilities.layouts
+        held = self.connector.capabilities.layouts
         chosen = self.config.sync(sync_id).layouts or held[:1]
         for name in chosen:
             if name not in held:
                 raise ConfigError(
-                    f"target {self.target.url} cannot hold the {name!r} layout (it holds: {', '.join(held)})"
+                    f"target {self.url} cannot hold the {name!r} layout (it holds: {', '.join(held)})"
                 )
         return chosen
 
@@ -205,7 +234,7 @@ class SyncLog:
 
     def close(self) -> None:
         """Close the target connection (the Spark session stays up)."""
-        self.target.close()
+        self.connector.close()
 
     def __enter__(self) -> SyncLog:
         return self

@@ -90,7 +90,7 @@ def run_write(args: argparse.Namespace) -> int:
         return 0
     print(
         f"logged {result.records:,} records of run {run.sync_run_id} ({statuses}) "
-        f"into {log.target.url} in {result.seconds:.1f}s"
+        f"into {log.url} in {result.seconds:.1f}s"
     )
     return 0
 

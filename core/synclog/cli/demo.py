@@ -54,8 +54,8 @@ def run_demo(args: argparse.Namespace) -> int:
     now = datetime.now(UTC).replace(microsecond=0)
     runs = history(now, args.scale)
     with SyncLog.open(args.target, Config.load(args.config)) as log:
-        log.config = demo_config(log.config, log.target.capabilities.layouts)
-        print(f"writing {len(runs)} runs of {len(SYNCS)} syncs over the last 10 days into {log.target.url}")
+        log.config = demo_config(log.config, log.connector.capabilities.layouts)
+        print(f"writing {len(runs)} runs of {len(SYNCS)} syncs over the last 10 days into {log.url}")
         total = 0
         for number, sim in enumerate(runs, 1):
             frame = records(log.spark, sim, args.scale)

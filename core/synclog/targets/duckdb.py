@@ -49,11 +49,11 @@ class DuckDBTarget(SqlTarget):
     def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
         super().__init__(url, settings)
         self.path = database_path(url)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self.connection = duckdb.connect(self.path)
-        except duckdb.Error as exc:
+        except (OSError, duckdb.Error) as exc:
             raise TargetError(f"cannot open DuckDB database {self.path}: {exc}") from None
         self.connection.execute("SET TimeZone = 'UTC'")
 
