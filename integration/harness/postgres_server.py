@@ -86,8 +86,26 @@ _FAST_SETTINGS: Mapping[str, str | int] = {
 }
 
 
+class _ClusterFiles:
+    """Where a cluster keeps its files, under `base_dir`."""
+
+    base_dir: Path
+
+    @property
+    def data_dir(self) -> Path:
+        return self.base_dir / "data"
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.base_dir / "sock"
+
+    @property
+    def log_file(self) -> Path:
+        return self.base_dir / "server.log"
+
+
 @dataclass(frozen=True)
-class PostgresServer:
+class PostgresServer(_ClusterFiles):
     """A running throwaway cluster; valid only inside :func:`postgres_server`."""
 
     host: str
@@ -120,18 +138,6 @@ class PostgresServer:
     def jdbc_url(self) -> str:
         """``jdbc:postgresql://127.0.0.1:PORT/db`` (pass ``user`` as a property)."""
         return f"jdbc:postgresql://{self.host}:{self.port}/{quote(self.database, safe='')}"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.base_dir / "data"
-
-    @property
-    def socket_dir(self) -> Path:
-        return self.base_dir / "sock"
-
-    @property
-    def log_file(self) -> Path:
-        return self.base_dir / "server.log"
 
 
 def find_bindir() -> Path:
@@ -232,24 +238,12 @@ def _run_as_prefix() -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class _Cluster:
+class _Cluster(_ClusterFiles):
     """One cluster's files and the commands that manage it."""
 
     bin_dir: Path
     run_as: tuple[str, ...]  # () or ("runuser", "-u", "postgres", "--")
     base_dir: Path
-
-    @property
-    def data_dir(self) -> Path:
-        return self.base_dir / "data"
-
-    @property
-    def socket_dir(self) -> Path:
-        return self.base_dir / "sock"
-
-    @property
-    def log_file(self) -> Path:
-        return self.base_dir / "server.log"
 
     def prepare_dirs(self) -> None:
         self.socket_dir.mkdir(mode=0o700)
