@@ -66,6 +66,13 @@ def test_bad_usage_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -
     assert len(done.stderr.strip().splitlines()) <= 2  # argparse's usage line, then the error
 
 
+def test_records_where_nothing_was_logged_is_one_line(tmp_path: Path) -> None:
+    done = run_cli("records", "--sync", "1", "--target", f"duckdb:///{tmp_path / 'empty.duckdb'}")
+    assert done.returncode == 1
+    assert "has no census.sync_log: no sync has been logged there with the census layout" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_help_on_every_command() -> None:
     for command in ("demo", "write", "cleanup", "records", "plugins"):
         done = run_cli(command, "--help")

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
+from synclog.errors import TargetError
 from synclog.layouts.census import SYNC_LOG
 from synclog.targets.base import Target
 
@@ -31,8 +32,13 @@ class RecordQuery:
 
 
 def find_records(target: Target, query: RecordQuery) -> pa.Table:
-    """The matching rows of `sync_log`, newest batch first (values are bound, never pasted)."""
+    """The matching rows of `sync_log`, newest batch first (values are bound, never pasted).
+
+    Raises TargetError when the target holds no census `sync_log` to look in.
+    """
     view = target.relation(SYNC_LOG, SYNC_LOG.view)
+    if not target.existing_tables([SYNC_LOG]):
+        raise TargetError(f"{target.url} has no {view}: no sync has been logged there with the census layout")
     p = target.placeholder
     where: list[str] = ["sync_id = " + p]
     params: list[object] = [query.sync_id]
