@@ -1,7 +1,8 @@
 """Benchmark: the same census `sync_log` rows into PostgreSQL by synclog and by the alternatives.
 
-One run, one throwaway server, the same rows (≈300-byte JSON payloads) for every method, so the
-ratios hold on a busy machine even when the absolute numbers do not:
+One run, one throwaway server, the same rows (≈300-byte JSON payloads) for every method, in
+rounds that rotate the order (medians reported), so the ratios hold on a busy machine even when
+the absolute numbers do not:
 
 - plain COPY: one psycopg binary `COPY … FROM STDIN` of rows prepared in advance as tuples (the
   physical limit), into a table with synclog's DDL (daily partitions, replace-key index);
@@ -15,7 +16,8 @@ Then retention: `SyncLog.cleanup` (what `synclog cleanup` runs) on 10M rows gene
 server-side, against a plain `DELETE … WHERE batch_started_at < …` (and the VACUUM it needs)
 on an unpartitioned copy, with PostgreSQL's default durability settings.
 
-Run with `make bench`; SYNCLOG_BENCH_ROWS / SYNCLOG_BENCH_CLEANUP_ROWS shrink it for a try.
+Run with `make bench`; SYNCLOG_BENCH_ROWS / SYNCLOG_BENCH_CLEANUP_ROWS / SYNCLOG_BENCH_ROUNDS
+shrink it for a try.
 Prints a table and writes bench/RESULTS.md.
 """
 
