@@ -19,7 +19,7 @@ from synclog.naming import Relation, check_name
 from synclog.targets.base import Cutoffs, TargetSettings
 from synclog.targets.sql import SqlTarget
 from synclog.urls import TargetURL
-from synclog_postgres import partitions
+from synclog_postgres import export, partitions
 from synclog_postgres.capabilities import CAPABILITIES
 from synclog_postgres.connection import connect, conninfo, one_line
 from synclog_postgres.copy import (
@@ -78,6 +78,11 @@ class PostgresTarget(SqlTarget):
             rows = cursor.fetchall()
         columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
         return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
+
+    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
+        """Stream the result through a server-side cursor, one Parquet row group per chunk."""
+        with self._errors():
+            export.write_parquet(self.connection, sql, params, path, schema, export.CHUNK_ROWS)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
