@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlparse
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from synclog.capabilities import Casefold
 from synclog.config import Config, SyncSettings
 from synclog.errors import TargetError
-from synclog.layouts.base import arrow_rows
+from synclog.layouts.base import arrow_rows, arrow_schema
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
-from synclog.layouts.table import ColumnType
+from synclog.layouts.table import Column, ColumnType, TableSpec
+from synclog.naming import Relation
 from synclog.plugins.manager import registry
 from synclog.targets.base import Target
 from synclog.testing.conformance import TargetConformance, sync_log_frame
@@ -31,8 +38,10 @@ from harness.errors import ServerUnavailable
 from harness.postgres_server import PostgresServer, postgres_server
 from psycopg import sql
 
+from synclog_postgres import export, orphans
 from synclog_postgres.connection import conninfo
 from synclog_postgres.copy import SUMMARY_SCHEMA, copy_batches, copy_sql, stage_task
+from synclog_postgres.orphans import STAGE_PATTERN
 from synclog_postgres.target import PostgresTarget
 
 PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
@@ -242,3 +251,159 @@ class TestPostgres(TargetConformance):
         assert changes.column_names == ["user_id", "audience", "type", "timestamp"]
         assert changes.num_rows > 0
         assert set(changes.column("type").to_pylist()) <= {"added", "removed"}
+
+    # -- reading a sync back (the hightouch diff) ----------------------------------------------
+
+    def test_read_rows_streams_the_export_in_chunks(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(export, "CHUNK_ROWS", 3)
+        target.ensure([READS])
+        rows = [
+            {"sync_id": 1, "row_id": "a", "fields": '{"x": [1, 2.5, "é"]}', "at": LATER, "flag": True},
+            {"sync_id": 1, "row_id": "b", "fields": None, "at": None, "flag": None},
+            {"sync_id": 1, "row_id": "c", "fields": "null", "at": BEFORE_1970, "flag": False},
+            {"sync_id": 1, "row_id": None, "fields": '"s"', "at": PG_EPOCH, "flag": True},
+            *({"sync_id": 1, "row_id": f"r{i}", "fields": f'{{"n": {i}}}', "at": LATER} for i in range(4)),
+            {"sync_id": 2, "row_id": "other sync", "fields": "{}", "at": LATER},
+        ]
+        target.replace_rows(READS, arrow_rows(READS, rows))
+        with target.read_rows(READS_WIDER, 1, spark) as frame:
+            assert frame is not None
+            (uri,) = frame.inputFiles()
+            parquet = pq.ParquetFile(urlparse(uri).path)
+            groups = [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)]
+            assert groups == [3, 3, 2]
+            exported = parquet.read()
+            assert frame.count() == 8
+        assert exported.schema == arrow_schema(READS_WIDER)
+        expected = [{**row, "added_later": None} for row in rows if row["sync_id"] == 1]
+        assert sorted(map(json_parsed, exported.to_pylist()), key=str) == sorted(
+            map(json_parsed, arrow_rows(READS_WIDER, expected).to_pylist()), key=str
+        )
+
+    def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(
+        self, target: Target, spark: SparkSession
+    ) -> None:
+        target.ensure([READS])
+        target.replace_rows(READS, arrow_rows(READS, [{"sync_id": 2, "row_id": "a"}]))
+        with target.read_rows(READS, 1, spark) as frame:
+            assert frame is not None
+            (uri,) = frame.inputFiles()
+            exported = pq.read_table(urlparse(uri).path)
+            assert frame.schema == READS.spark_schema()
+            assert frame.count() == 0
+        assert exported.schema == arrow_schema(READS)
+        assert exported.num_rows == 0
+
+    # -- staging tables a killed driver left behind --------------------------------------------
+
+    def test_ensure_drops_only_stages_whose_session_is_gone(self, target: Target) -> None:
+        assert isinstance(target, PostgresTarget)
+        target.ensure([SYNC_LOG])
+        alive, orphaned, lingering = (f"_synclog_stage_{uuid.uuid4().hex[:12]}" for _ in range(3))
+        lookalikes = [
+            ("census", "_synclog_stage_notes"),  # the prefix, but not a stage name
+            ("census", "_synclog_stage_0123456789ab_copy"),
+            ("census", "x_synclog_stage_0123456789ab"),
+            ("census", "_synclog_stage_0123456789AB"),
+            ("census", "xsynclogxstagex0123456789ab"),  # what an unescaped LIKE would match
+            ("public", "_synclog_stage_0123456789ab"),  # a schema this target does not manage
+        ]
+        for schema, name in lookalikes:
+            target.execute(f"CREATE TABLE {Relation(schema, name, casefold=Casefold.NONE).render()} (x int)")
+        driver = start_load(target, alive)
+        end_session(target, start_load(target, orphaned))
+        end_session(target, start_load(target, lingering))
+        executor = psycopg.connect(**target.params)  # a killed driver's executor, mid-COPY
+        executor.execute(f"INSERT INTO {Relation('census', lingering).render()} VALUES (1)")
+        target.ensure([SYNC_LOG])
+        assert census_stages(target) == sorted([alive, f"{alive}_parts", lingering, f"{lingering}_parts"])
+        end_session(target, executor)
+        end_session(target, driver)
+        target.ensure([SYNC_LOG])
+        assert census_stages(target) == []
+        left = target.fetch(
+            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE %s",
+            ["%synclog%stage%"],
+        )
+        assert sorted(left) == sorted(lookalikes)
+
+    def test_a_sweep_while_a_load_runs_leaves_its_stage_alone(
+        self, target: Target, spark: SparkSession
+    ) -> None:
+        assert isinstance(target, PostgresTarget)
+        target.ensure([SYNC_LOG])
+        target.execute("CREATE TABLE public.seen (stages int, unlocked int, dropped int)")
+        params = target.params
+
+        def sweep_at_100(i: int) -> int:
+            """On an executor, at row 100: what a concurrent run's ensure() would find and sweep."""
+            if i == 100:
+                with psycopg.connect(**params, autocommit=True) as conn:
+                    stages = orphans.find(conn, ["census"])
+                    unlocked = sum(orphans.try_lock(conn, stage) for stage in stages)
+                    conn.execute("SELECT pg_advisory_unlock_all()")
+                    dropped = orphans.sweep(conn, ["census"])
+                    conn.execute(
+                        "INSERT INTO public.seen VALUES (%s, %s, %s)", [len(stages), unlocked, len(dropped)]
+                    )
+            return i % 2
+
+        sweep = F.udf(sweep_at_100, "int", useArrow=False)
+        assert target.replace_rows(SYNC_LOG, sync_log_frame(spark, 7, sweep("id"))) == 400
+        assert target.fetch("SELECT * FROM public.seen") == [(1, 0, 0)]
+        assert stage_tables(target) == []
+        held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = %s"
+        assert target.fetch(held, [orphans.LOCK_CLASS]) == [(0,)]
+
+
+READS = TableSpec(
+    layout="test",
+    schema="reads",
+    name="rows",
+    columns=(
+        Column("sync_id", ColumnType.BIGINT),
+        Column("row_id", ColumnType.STRING),
+        Column("fields", ColumnType.JSON),
+        Column("at", ColumnType.TIMESTAMP),
+        Column("flag", ColumnType.BOOLEAN),
+    ),
+    replace_key=("sync_id", "row_id"),
+)
+READS_WIDER = replace(READS, columns=(*READS.columns, Column("added_later", ColumnType.INTEGER)))
+
+
+def json_parsed(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with its JSON text made canonical (jsonb may respace what was written)."""
+    fields = row["fields"]
+    return {**row, "fields": None if fields is None else json.dumps(json.loads(fields), sort_keys=True)}
+
+
+def start_load(target: PostgresTarget, name: str) -> psycopg.Connection[Any]:
+    """Another session that holds `name`'s stage lock and its two tables, as a load does."""
+    conn = psycopg.connect(**target.params, autocommit=True)
+    stage = Relation("census", name)
+    conn.execute(orphans.lock_sql("pg_advisory_lock"), orphans.stage_key(stage))
+    conn.execute(f"CREATE UNLOGGED TABLE {stage.render()} (x int)")
+    conn.execute(f"CREATE UNLOGGED TABLE {stage.with_name(name + '_parts').render()} (part int)")
+    return conn
+
+
+def end_session(target: PostgresTarget, conn: psycopg.Connection[Any]) -> None:
+    """Close `conn` and wait until its server process (and with it its locks) is gone."""
+    pid = conn.info.backend_pid
+    conn.close()
+    deadline = time.monotonic() + 10
+    while target.fetch("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid]) != [(0,)]:
+        assert time.monotonic() < deadline, f"backend {pid} did not exit"
+        time.sleep(0.02)
+
+
+def census_stages(target: PostgresTarget) -> list[str]:
+    """The stage tables (and ledgers) in census, by name."""
+    rows = target.fetch(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'census' AND tablename ~ %s",
+        [STAGE_PATTERN.pattern],
+    )
+    return sorted(name for (name,) in rows)

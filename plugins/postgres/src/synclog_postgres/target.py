@@ -19,7 +19,7 @@ from synclog.naming import Relation, check_name
 from synclog.targets.base import Cutoffs, TargetSettings
 from synclog.targets.sql import SqlTarget
 from synclog.urls import TargetURL
-from synclog_postgres import partitions
+from synclog_postgres import export, orphans, partitions
 from synclog_postgres.capabilities import CAPABILITIES
 from synclog_postgres.connection import connect, conninfo, one_line
 from synclog_postgres.copy import (
@@ -32,7 +32,7 @@ from synclog_postgres.copy import (
     stage_task,
 )
 
-_STAGE_PREFIX = "_synclog_stage_"
+_STAGE_PREFIX = orphans.STAGE_PREFIX
 
 
 class PostgresTarget(SqlTarget):
@@ -79,6 +79,11 @@ class PostgresTarget(SqlTarget):
         columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
         return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
 
+    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
+        """Stream the result through a server-side cursor, one Parquet row group per chunk."""
+        with self._errors():
+            export.write_parquet(self.connection, sql, params, path, schema, export.CHUNK_ROWS)
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self._errors(), self.connection.transaction():
@@ -96,7 +101,10 @@ class PostgresTarget(SqlTarget):
         return f"{sql} PARTITION BY RANGE ({self.quote(table.time_column)})"
 
     def ensure(self, tables: Sequence[TableSpec]) -> None:
-        """Create what is missing, plus an index on each table's replace key (replays look it up)."""
+        """Create what is missing, plus an index on each table's replace key (replays look it up).
+
+        Then drop the staging tables a killed driver left in these schemas (`orphans.sweep`).
+        """
         super().ensure(tables)
         for given in tables:
             relation = self.relation(self.table_spec(given))
@@ -107,6 +115,8 @@ class PostgresTarget(SqlTarget):
             )
             keys = self._keys(given)
             self.execute(f"CREATE INDEX IF NOT EXISTS {self.quote(index)} ON {relation.render()} ({keys})")
+        with self._errors():
+            orphans.sweep(self.connection, {self.relation(self.table_spec(t)).parts[-2] for t in tables})
 
     def _partitions(self, relation: Relation) -> list[partitions.Partition]:
         """The day partitions synclog made for `relation`, oldest first."""
@@ -172,6 +182,7 @@ class PostgresTarget(SqlTarget):
         """
         stage = relation.with_name(_STAGE_PREFIX + uuid.uuid4().hex[:12])
         ledger = stage.with_name(stage.name + "_parts")
+        self.fetch(orphans.lock_sql("pg_advisory_lock"), orphans.stage_key(stage))  # see orphans
         self.execute(f"CREATE UNLOGGED TABLE {stage.render()} (LIKE {relation.render()})")
         try:
             self.execute(f"CREATE UNLOGGED TABLE {ledger.render()} (part integer PRIMARY KEY)")
@@ -198,6 +209,7 @@ class PostgresTarget(SqlTarget):
                 return self._move(table, relation, stage)
         finally:
             self.execute(f"DROP TABLE IF EXISTS {stage.render()}, {ledger.render()}")
+            self.fetch(orphans.lock_sql("pg_advisory_unlock"), orphans.stage_key(stage))
 
     def _move(self, table: TableSpec, relation: Relation, stage: Relation) -> int:
         """Inside a transaction: delete the rows the staged keys replace, insert the staged rows.
