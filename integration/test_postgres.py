@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -31,15 +33,18 @@ from synclog.testing.conformance import TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
+from synclog.writer import SyncLog
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 import psycopg
 from harness.errors import ServerUnavailable
+from harness.forwarder import forward
 from harness.postgres_server import PostgresServer, postgres_server
+from harness.processes import free_port
 from psycopg import sql
 
 from synclog_postgres import export, orphans
-from synclog_postgres.connection import conninfo
+from synclog_postgres.connection import CONNECT_TIMEOUT_S, conninfo
 from synclog_postgres.copy import SUMMARY_SCHEMA, copy_batches, copy_sql, stage_task
 from synclog_postgres.orphans import STAGE_PATTERN
 from synclog_postgres.target import PostgresTarget
@@ -236,6 +241,36 @@ class TestPostgres(TargetConformance):
             registry().open(nobody_listens)
         assert "s3cret" not in str(failed.value)
         assert "\n" not in str(failed.value)
+
+    def test_a_server_that_never_answers_times_out(self) -> None:
+        assert conninfo(TargetURL.parse("postgresql://u@h/db"))["connect_timeout"] == CONNECT_TIMEOUT_S
+        with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, then says nothing
+            port = silent.getsockname()[1]
+            started = time.monotonic()
+            with pytest.raises(TargetError, match="cannot connect"):
+                registry().open(TargetURL.parse(f"postgresql://u@127.0.0.1:{port}/db?connect_timeout=1"))
+            assert time.monotonic() - started < 10
+
+    def test_a_sync_outlives_a_server_that_is_down(
+        self, target_url: str, postgres: PostgresServer, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        port = free_port()
+        url = target_url.replace(f"{postgres.host}:{postgres.port}", f"127.0.0.1:{port}")
+        run = make_run()
+        rows = record_rows(run, count=20, batches=2)
+        warnings: list[str] = []
+        config = Config(state_dir=str(tmp_path / "state"))
+        with SyncLog.open(url, config, spark, progress=warnings.append) as log:  # nothing listens
+            assert "does not answer" in warnings[0]
+            assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending
+            with forward(port, postgres.host, postgres.port):  # the server is back
+                assert not log.write(run, make_records(spark, [r for r in rows if r[5] == 1])).pending
+                log.finish(run)
+                assert self.count(log.target, "sync_id = 1234") == 20
+            assert log.write(run, make_records(spark, [r for r in rows if r[5] == 1])).pending  # down again
+            with forward(port, postgres.host, postgres.port):
+                assert log.flush() == []
+                assert self.count(log.target, "sync_id = 1234") == 20
 
     # -- seed 002 (the hightouch layout) -------------------------------------------------------
 

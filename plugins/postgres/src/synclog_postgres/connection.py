@@ -12,6 +12,9 @@ from synclog.errors import ConfigError, TargetError
 from synclog.urls import TargetURL
 
 DEFAULT_PORT = 5432
+CONNECT_TIMEOUT_S = 10
+"""Seconds to wait for the server to answer (`?connect_timeout=` overrides): an unreachable
+warehouse then costs a sync ten seconds, not the operating system's minutes-long TCP timeout."""
 
 
 def conninfo(url: TargetURL) -> dict[str, Any]:
@@ -29,6 +32,7 @@ def conninfo(url: TargetURL) -> dict[str, Any]:
         "port": url.port or DEFAULT_PORT,
         "dbname": database,
         "application_name": url.query.get("application_name", "synclog"),
+        "connect_timeout": url.query.get("connect_timeout", CONNECT_TIMEOUT_S),
     }
     if url.user:
         params["user"] = url.user
