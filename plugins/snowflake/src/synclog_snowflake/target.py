@@ -15,6 +15,7 @@ from synclog.capabilities import Capabilities
 from synclog.errors import TargetError
 from synclog.layouts.table import ColumnType, Rows, TableSpec
 from synclog.naming import Relation
+from synclog.targets import export
 from synclog.targets.base import TargetSettings
 from synclog.targets.sql import SqlTarget
 from synclog.urls import TargetURL
@@ -83,6 +84,22 @@ class SnowflakeTarget(SqlTarget):
             cursor.close()
         arrays = [pa.array([row[i] for row in rows]) for i in range(len(names))]
         return pa.Table.from_arrays(arrays, names=names)
+
+    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
+        """Stream the result with `fetchmany`, one Parquet row group per chunk.
+
+        The connector downloads the result's chunks as the rows are consumed (a few ahead), so
+        the driver holds one chunk of rows and a few of the warehouse's result chunks at most.
+        """
+        chunk = export.CHUNK_ROWS
+        cursor = self._cursor(sql, params)
+        try:
+            chunks = iter(lambda: cursor.fetchmany(chunk), [])
+            export.write_batches(path, schema, (export.rows_batch(rows, schema) for rows in chunks))
+        except snowflake.connector.Error as exc:
+            raise TargetError(f"Snowflake: {_one_line(exc)}") from None
+        finally:
+            cursor.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
