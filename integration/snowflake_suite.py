@@ -216,8 +216,8 @@ class SnowflakeSuite(TargetConformance):
         rows = [
             {"sync_id": 1, "row_id": "a", "fields": '{"x": [1, 2.5, "é"]}', "seen_at": AT, "flag": True},
             {"sync_id": 1, "row_id": "b", "small": None, "fields": None, "seen_at": AT, "flag": None},
-            {"sync_id": 1, "row_id": "c", "small": -1, "fields": "[]", "seen_at": BEFORE_1970, "flag": False},
-            {"sync_id": 1, "row_id": None, "fields": '{"k": null}', "seen_at": AT},
+            {"sync_id": 1, "row_id": "c", "small": 0, "fields": '"s"', "seen_at": BEFORE_1970, "flag": False},
+            {"sync_id": 1, "row_id": None, "fields": "null", "seen_at": AT},
             *(
                 {"sync_id": 1, "row_id": f"r{i}", "small": i, "fields": f'{{"n": {i}}}', "seen_at": AT}
                 for i in range(4)

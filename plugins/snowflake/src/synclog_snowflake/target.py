@@ -134,6 +134,10 @@ class SnowflakeTarget(SqlTarget):
             f"SELECT {columns} FROM {relation.quoted(relation.parts[-1])}"
         )
 
+    def json_text_sql(self, expression: str) -> str:
+        """TO_JSON: a cast to VARCHAR would give a JSON string's value without its quotes."""
+        return f"TO_JSON({expression})"
+
     def existing_columns(self, relation: Relation) -> list[str] | None:
         if not self._has_database():
             return None
