@@ -180,8 +180,11 @@ class BigQueryTarget(SqlTarget):
         return f"CREATE OR REPLACE VIEW {view.render()} AS SELECT {columns} FROM {source}"
 
     def json_text_sql(self, expression: str) -> str:
-        """BigQuery casts only JSON strings to STRING; TO_JSON_STRING serialises any JSON value."""
-        return f"TO_JSON_STRING({expression})"
+        """BigQuery casts only JSON strings to STRING; TO_JSON_STRING serialises any JSON value.
+
+        A SQL NULL stays NULL (local-bigquery's TO_JSON_STRING turns it into the text `null`).
+        """
+        return f"IF({expression} IS NULL, NULL, TO_JSON_STRING({expression}))"
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
         with translated_errors(f"reading {relation}"):
