@@ -27,6 +27,7 @@ from synclog.config import DEFAULT_RETENTION_DAYS
 from synclog.errors import ConfigError, TargetError
 from synclog.layouts.table import ColumnType, Rows, TableSpec
 from synclog.naming import Relation
+from synclog.targets import export
 from synclog.targets.base import Cutoffs, TargetSettings
 from synclog.targets.sql import SqlTarget
 from synclog.urls import TargetURL
@@ -123,6 +124,13 @@ class BigQueryTarget(SqlTarget):
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
         with translated_errors("query failed"):
             return self._run(sql, params).to_arrow(create_bqstorage_client=False)
+
+    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
+        """Stream the finished query's result page by page, one Parquet row group per page."""
+        job = self._run(sql, params)
+        with translated_errors("reading the result"):
+            pages = job.result(page_size=export.CHUNK_ROWS).to_arrow_iterable()
+            export.write_batches(path, schema, pages)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
