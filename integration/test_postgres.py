@@ -28,6 +28,7 @@ from synclog.layouts.registry import LAYOUTS
 from synclog.layouts.table import Column, ColumnType, TableSpec
 from synclog.naming import Relation
 from synclog.plugins.manager import registry
+from synclog.targets import export
 from synclog.targets.base import Target
 from synclog.testing.conformance import TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
@@ -43,7 +44,7 @@ from harness.postgres_server import PostgresServer, postgres_server
 from harness.processes import free_port
 from psycopg import sql
 
-from synclog_postgres import export, orphans
+from synclog_postgres import orphans
 from synclog_postgres.connection import CONNECT_TIMEOUT_S, conninfo
 from synclog_postgres.copy import SUMMARY_SCHEMA, copy_batches, copy_sql, stage_task
 from synclog_postgres.orphans import STAGE_PATTERN

@@ -82,7 +82,7 @@ class PostgresTarget(SqlTarget):
     def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
         """Stream the result through a server-side cursor, one Parquet row group per chunk."""
         with self._errors():
-            export.write_parquet(self.connection, sql, params, path, schema, export.CHUNK_ROWS)
+            export.write_parquet(self.connection, sql, params, path, schema)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
