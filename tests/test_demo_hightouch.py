@@ -17,6 +17,7 @@ from synclog.cli.demo import demo_config
 from synclog.cli.main import main
 from synclog.config import Config
 from synclog.demo.simulator import history, records
+from synclog.errors import InputError
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.plugins.manager import registry
 from synclog.targets.base import Target
@@ -199,3 +200,22 @@ def test_replaying_the_latest_run_changes_nothing(demo: Demo, spark: SparkSessio
     with SyncLog(target, config, spark) as log:
         log.write_run(latest.run, records(spark, latest, SCALE))
         assert contents() == before
+
+
+def test_an_older_run_than_the_snapshot_holds_is_refused(
+    demo: Demo, spark: SparkSession, tmp_path: Path
+) -> None:
+    target = registry().open(TargetURL.parse(demo.url))
+    changelog = target.relation(CHANGELOG).render()
+
+    def rows() -> int:
+        return int(target.query(f"SELECT COUNT(*) AS n FROM {changelog}").column(0)[0].as_py())
+
+    before = rows()
+    runs = sorted((s for s in history(demo.now, SCALE) if s.run.sync_id == 4567), key=lambda s: s.index)
+    older = runs[-2]
+    config = demo_config(Config(state_dir=str(tmp_path / "state")), target.capabilities.layouts)
+    with SyncLog(target, config, spark) as log:
+        with pytest.raises(InputError, match="is older than run"):
+            log.write_run(older.run, records(spark, older, SCALE))
+        assert rows() == before

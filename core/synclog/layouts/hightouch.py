@@ -32,7 +32,8 @@ succeeded, or aborted when the run ended with an error.
 Replays: before the snapshot is replaced, the previous state of every row the run touches is
 kept in `synclog_snapshot_baseline` (replaced per sync, with a marker row naming the run). A run
 written again finds its own baseline there and diffs against the state before it, so replaying
-the sync's latest run changes nothing.
+the sync's latest run changes nothing. An older run than the snapshot's newest is refused
+(InputError): the state before it is gone.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from pyspark.sql import functions as F
 
 from synclog.capabilities import Capabilities
 from synclog.diff import Diff, diff, fields_hash, prev
+from synclog.errors import InputError
 from synclog.layouts.base import Layout, LayoutContext, arrow_rows
 from synclog.layouts.table import Column as Col
 from synclog.layouts.table import ColumnType as C
@@ -253,7 +255,22 @@ def _previous_snapshot(ctx: LayoutContext) -> tuple[DataFrame, bool]:
     baseline = ctx.previous(table_for(BASELINE, fields=True, splits=True))
     if baseline is not None and _is_baseline_of(baseline, ctx.run):
         return _before(current, baseline), True
+    _refuse_older_run(current, ctx.run)
     return current, False
+
+
+def _refuse_older_run(current: DataFrame, run: Run) -> None:
+    """Raise InputError for a run older than one the snapshot holds: the state before it is gone.
+
+    Run ids grow with time (as Census's and Hightouch's do). Diffing an older run against a
+    newer snapshot would log changes that never happened and put old values back.
+    """
+    newest = current.agg(F.max("last_sync_run_id")).first()
+    if newest is not None and newest[0] is not None and newest[0] > run.sync_run_id:
+        raise InputError(
+            f"sync {run.sync_id}: run {run.sync_run_id} is older than run {newest[0]}, which its "
+            "snapshot already holds; of the runs written, only the latest can be written again"
+        )
 
 
 def _is_baseline_of(baseline: DataFrame, run: Run) -> bool:
