@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 from synclog.config import Config, SyncSettings
 from synclog.errors import TargetError
-from synclog.layouts.base import arrow_rows, arrow_schema
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
 from synclog.layouts.table import Column, ColumnType, TableSpec
@@ -28,6 +24,7 @@ from synclog.targets import export
 from synclog.targets.base import Target
 from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog_snowflake.target import LOAD_TABLE_PREFIX
 
@@ -56,36 +53,6 @@ EVERY_TYPE = TableSpec(
     replace_key=("id",),
 )
 AT = datetime(2024, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
-BEFORE_1970 = datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
-
-#: A table read back by `read_rows`; `READS_WIDER` has a column the table lacks (read as NULL).
-READS = TableSpec(
-    layout="probe",
-    schema="probe_audit",
-    name="reads",
-    columns=(
-        Column("sync_id", ColumnType.BIGINT),
-        Column("row_id", ColumnType.STRING),
-        Column("small", ColumnType.INTEGER),
-        Column("fields", ColumnType.JSON),
-        Column("seen_at", ColumnType.TIMESTAMP),
-        Column("flag", ColumnType.BOOLEAN),
-    ),
-    replace_key=("sync_id", "row_id"),
-)
-READS_WIDER = replace(READS, columns=(*READS.columns, Column("added_later", ColumnType.INTEGER)))
-
-
-def json_parsed(row: dict[str, Any]) -> dict[str, Any]:
-    """`row` with its JSON text made canonical (VARIANT may respace what was written)."""
-    fields = row["fields"]
-    return {**row, "fields": None if fields is None else json.dumps(json.loads(fields), sort_keys=True)}
-
-
-def exported_file(frame: Any) -> pq.ParquetFile:
-    """The one Parquet file `read_rows` exported and its frame reads."""
-    (uri,) = frame.inputFiles()
-    return pq.ParquetFile(urlparse(uri).path)
 
 
 def database(target: Target) -> str:
@@ -212,44 +179,12 @@ class SnowflakeSuite(TargetConformance):
     ) -> None:
         # No NULL timestamp: fakesnow's server reads one back as 1970-01-01 (FAKESNOW_NOTES.md).
         monkeypatch.setattr(export, "CHUNK_ROWS", 3)
-        target.ensure([READS])
-        rows = [
-            {"sync_id": 1, "row_id": "a", "fields": '{"x": [1, 2.5, "é"]}', "seen_at": AT, "flag": True},
-            {"sync_id": 1, "row_id": "b", "small": None, "fields": None, "seen_at": AT, "flag": None},
-            {"sync_id": 1, "row_id": "c", "small": 0, "fields": '"s"', "seen_at": BEFORE_1970, "flag": False},
-            {"sync_id": 1, "row_id": None, "fields": "null", "seen_at": AT},
-            *(
-                {"sync_id": 1, "row_id": f"r{i}", "small": i, "fields": f'{{"n": {i}}}', "seen_at": AT}
-                for i in range(4)
-            ),
-            {"sync_id": 2, "row_id": "other sync", "fields": "{}", "seen_at": AT},
-        ]
-        target.replace_rows(READS, arrow_rows(READS, rows))
-        with target.read_rows(READS_WIDER, 1, spark) as frame:
-            assert frame is not None
-            parquet = exported_file(frame)
-            groups = [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)]
-            assert groups == [3, 3, 2]
-            exported = parquet.read()
-            assert frame.count() == 8
-        assert exported.schema == arrow_schema(READS_WIDER)
-        expected = [{**row, "added_later": None} for row in rows if row["sync_id"] == 1]
-        assert sorted(map(json_parsed, exported.to_pylist()), key=str) == sorted(
-            map(json_parsed, arrow_rows(READS_WIDER, expected).to_pylist()), key=str
-        )
+        check_read_back(target, spark, read_back_rows(null_timestamps=False), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(
         self, target: Target, spark: SparkSession
     ) -> None:
-        target.ensure([READS])
-        target.replace_rows(READS, arrow_rows(READS, [{"sync_id": 2, "row_id": "a", "seen_at": AT}]))
-        with target.read_rows(READS, 1, spark) as frame:
-            assert frame is not None
-            exported = exported_file(frame).read()
-            assert frame.schema == READS.spark_schema()
-            assert frame.count() == 0
-        assert exported.schema == arrow_schema(READS)
-        assert exported.num_rows == 0
+        check_empty_read_back(target, spark)
 
     # -- seeds -------------------------------------------------------------------------------
 

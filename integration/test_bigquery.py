@@ -6,30 +6,26 @@ without a usable Python 3.13 the server tests skip with the reason.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlparse
 
-import pyarrow.parquet as pq
 import pytest
 from harness.bigquery_server import BigQueryServer, ServerUnavailable, local_bigquery_server
 from pyspark.sql import SparkSession
 
 from synclog.config import Config, SyncSettings
 from synclog.errors import ConfigError, TargetError
-from synclog.layouts.base import arrow_rows, arrow_schema
+from synclog.layouts.base import arrow_rows
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
-from synclog.layouts.table import Column, ColumnType, TableSpec
 from synclog.plugins.manager import registry
 from synclog.targets import export
 from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
 
@@ -42,25 +38,7 @@ from synclog_bigquery.loading import INLINE_ROWS  # noqa: E402
 from synclog_bigquery.target import STAGE_PREFIX, BigQueryTarget  # noqa: E402
 
 DAY_MS = 86_400_000
-BEFORE_1970 = datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
-LATER = datetime(2026, 3, 1, 8, 0, 0, 123456, tzinfo=UTC)
 
-#: A table read back by `read_rows`; `READS_WIDER` has a column the table lacks (read as NULL).
-READS = TableSpec(
-    layout="probe",
-    schema="probe_audit",
-    name="reads",
-    columns=(
-        Column("sync_id", ColumnType.BIGINT),
-        Column("row_id", ColumnType.STRING),
-        Column("small", ColumnType.INTEGER),
-        Column("fields", ColumnType.JSON),
-        Column("at", ColumnType.TIMESTAMP),
-        Column("flag", ColumnType.BOOLEAN),
-    ),
-    replace_key=("sync_id", "row_id"),
-)
-READS_WIDER = replace(READS, columns=(*READS.columns, Column("added_later", ColumnType.JSON)))
 
 # Seed 002's first two example queries, verbatim.
 
@@ -79,18 +57,6 @@ def fresh_url(server: BigQueryServer, **query: str) -> str:
     """A URL naming a project of its own, so every test starts without datasets."""
     options = "".join(f"&{key}={value}" for key, value in query.items())
     return f"bigquery://synclog-{uuid.uuid4().hex[:12]}?endpoint={server.endpoint}{options}"
-
-
-def json_parsed(row: dict[str, Any]) -> dict[str, Any]:
-    """`row` with its JSON text made canonical (JSON columns may respace what was written)."""
-    fields = row["fields"]
-    return {**row, "fields": None if fields is None else json.dumps(json.loads(fields), sort_keys=True)}
-
-
-def exported_file(frame: Any) -> pq.ParquetFile:
-    """The one Parquet file `read_rows` exported and its frame reads."""
-    (uri,) = frame.inputFiles()
-    return pq.ParquetFile(urlparse(uri).path)
 
 
 def open_target(url: str, **options: Any) -> BigQueryTarget:
@@ -211,48 +177,12 @@ class TestBigQuery(TargetConformance):
         self, target: BigQueryTarget, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.setattr(export, "CHUNK_ROWS", 3)
-        target.ensure([READS])
-        rows = [
-            {
-                "sync_id": 1,
-                "row_id": "a",
-                "small": 7,
-                "fields": '{"x": [1, 2.5, "é"]}',
-                "at": LATER,
-                "flag": True,
-            },
-            {"sync_id": 1, "row_id": "b", "small": None, "fields": None, "at": None, "flag": None},
-            {"sync_id": 1, "row_id": "c", "small": -1, "fields": "null", "at": BEFORE_1970, "flag": False},
-            {"sync_id": 1, "row_id": None, "fields": '"s"', "at": LATER},
-            *({"sync_id": 1, "row_id": f"r{i}", "fields": f'{{"n": {i}}}', "at": LATER} for i in range(4)),
-            {"sync_id": 2, "row_id": "other sync", "fields": "{}", "at": LATER},
-        ]
-        target.replace_rows(READS, arrow_rows(READS, rows))
-        with target.read_rows(READS_WIDER, 1, spark) as frame:
-            assert frame is not None
-            parquet = exported_file(frame)
-            groups = [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)]
-            assert groups == [3, 3, 2]
-            exported = parquet.read()
-            assert frame.count() == 8
-        assert exported.schema == arrow_schema(READS_WIDER)
-        expected = [{**row, "added_later": None} for row in rows if row["sync_id"] == 1]
-        assert sorted(map(json_parsed, exported.to_pylist()), key=str) == sorted(
-            map(json_parsed, arrow_rows(READS_WIDER, expected).to_pylist()), key=str
-        )
+        check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(
         self, target: BigQueryTarget, spark: SparkSession
     ) -> None:
-        target.ensure([READS])
-        target.replace_rows(READS, arrow_rows(READS, [{"sync_id": 2, "row_id": "a"}]))
-        with target.read_rows(READS, 1, spark) as frame:
-            assert frame is not None
-            exported = exported_file(frame).read()
-            assert frame.schema == READS.spark_schema()
-            assert frame.count() == 0
-        assert exported.schema == arrow_schema(READS)
-        assert exported.num_rows == 0
+        check_empty_read_back(target, spark)
 
     def test_seed_002_queries_run_unchanged(self, target: BigQueryTarget, spark: SparkSession) -> None:
         if "hightouch" not in LAYOUTS:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -22,16 +18,17 @@ from pyspark.sql import functions as F
 from synclog.capabilities import Casefold
 from synclog.config import Config, SyncSettings
 from synclog.errors import TargetError
-from synclog.layouts.base import arrow_rows, arrow_schema
+from synclog.layouts.base import arrow_rows
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
-from synclog.layouts.table import Column, ColumnType, TableSpec
+from synclog.layouts.table import ColumnType
 from synclog.naming import Relation
 from synclog.plugins.manager import registry
 from synclog.targets import export
 from synclog.targets.base import Target
 from synclog.testing.conformance import TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
@@ -294,43 +291,12 @@ class TestPostgres(TargetConformance):
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.setattr(export, "CHUNK_ROWS", 3)
-        target.ensure([READS])
-        rows = [
-            {"sync_id": 1, "row_id": "a", "fields": '{"x": [1, 2.5, "é"]}', "at": LATER, "flag": True},
-            {"sync_id": 1, "row_id": "b", "fields": None, "at": None, "flag": None},
-            {"sync_id": 1, "row_id": "c", "fields": "null", "at": BEFORE_1970, "flag": False},
-            {"sync_id": 1, "row_id": None, "fields": '"s"', "at": PG_EPOCH, "flag": True},
-            *({"sync_id": 1, "row_id": f"r{i}", "fields": f'{{"n": {i}}}', "at": LATER} for i in range(4)),
-            {"sync_id": 2, "row_id": "other sync", "fields": "{}", "at": LATER},
-        ]
-        target.replace_rows(READS, arrow_rows(READS, rows))
-        with target.read_rows(READS_WIDER, 1, spark) as frame:
-            assert frame is not None
-            (uri,) = frame.inputFiles()
-            parquet = pq.ParquetFile(urlparse(uri).path)
-            groups = [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)]
-            assert groups == [3, 3, 2]
-            exported = parquet.read()
-            assert frame.count() == 8
-        assert exported.schema == arrow_schema(READS_WIDER)
-        expected = [{**row, "added_later": None} for row in rows if row["sync_id"] == 1]
-        assert sorted(map(json_parsed, exported.to_pylist()), key=str) == sorted(
-            map(json_parsed, arrow_rows(READS_WIDER, expected).to_pylist()), key=str
-        )
+        check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(
         self, target: Target, spark: SparkSession
     ) -> None:
-        target.ensure([READS])
-        target.replace_rows(READS, arrow_rows(READS, [{"sync_id": 2, "row_id": "a"}]))
-        with target.read_rows(READS, 1, spark) as frame:
-            assert frame is not None
-            (uri,) = frame.inputFiles()
-            exported = pq.read_table(urlparse(uri).path)
-            assert frame.schema == READS.spark_schema()
-            assert frame.count() == 0
-        assert exported.schema == arrow_schema(READS)
-        assert exported.num_rows == 0
+        check_empty_read_back(target, spark)
 
     # -- staging tables a killed driver left behind --------------------------------------------
 
@@ -392,28 +358,6 @@ class TestPostgres(TargetConformance):
         assert stage_tables(target) == []
         held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = %s"
         assert target.fetch(held, [orphans.LOCK_CLASS]) == [(0,)]
-
-
-READS = TableSpec(
-    layout="test",
-    schema="reads",
-    name="rows",
-    columns=(
-        Column("sync_id", ColumnType.BIGINT),
-        Column("row_id", ColumnType.STRING),
-        Column("fields", ColumnType.JSON),
-        Column("at", ColumnType.TIMESTAMP),
-        Column("flag", ColumnType.BOOLEAN),
-    ),
-    replace_key=("sync_id", "row_id"),
-)
-READS_WIDER = replace(READS, columns=(*READS.columns, Column("added_later", ColumnType.INTEGER)))
-
-
-def json_parsed(row: dict[str, Any]) -> dict[str, Any]:
-    """`row` with its JSON text made canonical (jsonb may respace what was written)."""
-    fields = row["fields"]
-    return {**row, "fields": None if fields is None else json.dumps(json.loads(fields), sort_keys=True)}
 
 
 def start_load(target: PostgresTarget, name: str) -> psycopg.Connection[Any]:
