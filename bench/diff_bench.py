@@ -38,6 +38,7 @@ from synclog.config import Config, SyncSettings
 from synclog.diff import diff
 from synclog.layouts.hightouch import SNAPSHOT, run_side, table_for
 from synclog.spark import spark_session
+from synclog.storage.location import Location
 from synclog.testing.factories import make_run
 from synclog.writer import SyncLog
 
@@ -135,7 +136,8 @@ def main() -> None:
     os.environ["PYSPARK_SUBMIT_ARGS"] = "--conf spark.driver.maxResultSize=8m pyspark-shell"
     spark = spark_session("synclog-diff-bench")
     folder = Path(tempfile.mkdtemp(prefix="synclog-diff-bench-"))
-    config = Config(defaults=SyncSettings(layouts=("hightouch",)), state_dir=str(folder / "state"))
+    storage = Location.parse(str(folder / "storage"))
+    config = Config(defaults=SyncSettings(layouts=("hightouch",)), storage=storage)
     first = make_run(sync_id=1, sync_run_id=1, full_model=True)
     second = replace(first, sync_run_id=2, started_at=first.started_at + timedelta(days=1))
     names = ("run 1: write + finish", "run 2: write", "run 2: diff only", "run 2: finish")

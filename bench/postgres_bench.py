@@ -48,10 +48,11 @@ from synclog.canonical import canonical_frame
 from synclog.config import Config
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.census import SYNC_LOG, CensusLayout
-from synclog.layouts.table import ColumnType
 from synclog.records import VIOLATION
 from synclog.spark import spark_session
+from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
+from synclog.targets.tables import ColumnType
 from synclog.testing.factories import REJECTION, make_run
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
@@ -385,7 +386,7 @@ def load_methods(spark: SparkSession, pg: PostgresServer, folder: Path) -> list[
         shutil.rmtree(folder / "state", ignore_errors=True)
 
     def write_run() -> None:
-        config = replace(Config(), state_dir=str(folder / "state"))
+        config = replace(Config(), storage=Location.parse(str(folder / "storage")))
         with SyncLog(open_target(pg, "bench_e2e"), config, spark) as log:
             log.write_run(make_run(), spark.read.parquet(str(records_dir)))
 
@@ -512,7 +513,7 @@ def cleanup_benchmark(spark: SparkSession, pg: PostgresServer, folder: Path) -> 
     removed: dict[str, int] = {}
 
     def synclog_cleanup() -> None:
-        config = replace(Config(), state_dir=str(folder / "state"))
+        config = replace(Config(), storage=Location.parse(str(folder / "storage")))
         with SyncLog(target, config, spark) as log:
             removed["rows"] = log.cleanup(now).total
 

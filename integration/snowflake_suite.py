@@ -19,9 +19,9 @@ from synclog.config import Config, SyncSettings
 from synclog.errors import TargetError
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
-from synclog.layouts.table import Column, ColumnType, TableSpec
 from synclog.targets import export
 from synclog.targets.base import Target
+from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows

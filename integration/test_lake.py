@@ -29,6 +29,7 @@ from synclog.demo.report import SEED_003, SEED_003_PATH
 from synclog.layouts.lake import ABORTED_MESSAGE, RECORDS
 from synclog.model import DestinationObject, SourceObject
 from synclog.plugins.manager import registry
+from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
 from synclog.targets.lake import LakeTarget
 from synclog.targets.lake_files import publish, write_parquet
@@ -73,8 +74,8 @@ def lake(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LakeTarget]
 
 
 def sync_log(lake: LakeTarget, spark: SparkSession, config: Config | None = None) -> SyncLog:
-    state_dir = tempfile.mkdtemp(prefix="synclog-lake-test-")
-    return SyncLog(lake, replace(config or Config(), state_dir=state_dir), spark)
+    storage = Location.parse(tempfile.mkdtemp(prefix="synclog-lake-test-"))
+    return SyncLog(lake, replace(config or Config(), storage=storage), spark)
 
 
 def files(lake: LakeTarget, under: str = "") -> list[str]:
@@ -275,7 +276,7 @@ def test_s3_settings_come_from_the_environment(
     for name, value in s3.environment.items():
         monkeypatch.setenv(name, value)
     s3.create_bucket("from-env")
-    config = replace(Config(), state_dir=tempfile.mkdtemp())
+    config = replace(Config(), storage=Location.parse(tempfile.mkdtemp()))
     with SyncLog.open("lake+s3://from-env/logs", config, spark) as log:
         run = make_run()
         log.write_run(run, make_records(spark, record_rows(run, count=8)))

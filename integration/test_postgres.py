@@ -21,11 +21,12 @@ from synclog.errors import TargetError
 from synclog.layouts.base import arrow_rows
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
-from synclog.layouts.table import ColumnType
 from synclog.naming import Relation
 from synclog.plugins.manager import registry
+from synclog.storage.location import Location
 from synclog.targets import export
 from synclog.targets.base import Target
+from synclog.targets.tables import ColumnType
 from synclog.testing.conformance import TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
@@ -260,7 +261,7 @@ class TestPostgres(TargetConformance):
         run = make_run()
         rows = record_rows(run, count=20, batches=2)
         warnings: list[str] = []
-        config = Config(state_dir=str(tmp_path / "state"))
+        config = Config(storage=Location.parse(str(tmp_path / "storage")))
         with SyncLog.open(url, config, spark, progress=warnings.append) as log:  # nothing listens
             assert "does not answer" in warnings[0]
             assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending

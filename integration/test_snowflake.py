@@ -30,9 +30,10 @@ from snowflake_suite import SnowflakeSuite
 from synclog.config import Config
 from synclog.errors import ConfigError, TargetError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
-from synclog.layouts.table import TableSpec
 from synclog.plugins.manager import registry
+from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
+from synclog.targets.tables import TableSpec
 from synclog.testing.conformance import SEED_000_BY_SYNC
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
@@ -93,7 +94,7 @@ class TestLauncherMode:
                 pytest.skip(exc.reason)
             url = TargetURL.parse("snowflake://fake:snow@fakesnow/CENSUS")
             with registry().open(url) as target:
-                config = Config(state_dir=str(tmp_path / "runs"))
+                config = Config(storage=Location.parse(str(tmp_path / "storage")))
                 run = make_run()
                 SyncLog(target, config, spark).write_run(run, make_records(spark, record_rows(run)))
                 assert target.query(SEED_000_BY_SYNC).num_rows == 40

@@ -20,6 +20,7 @@ from synclog.demo.simulator import history, records
 from synclog.errors import InputError
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.plugins.manager import registry
+from synclog.storage.location import Location
 from synclog.targets.base import Target
 from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
@@ -97,7 +98,7 @@ def demo(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Demo:
     folder = tmp_path_factory.mktemp("demo")
     url = f"duckdb:///{folder / 'demo.duckdb'}"
     config = folder / "synclog.toml"
-    config.write_text(f'state_dir = "{folder / "state"}"\n', encoding="utf-8")
+    config.write_text(f'storage = "{folder / "storage"}"\n', encoding="utf-8")
     assert main(["--config", str(config), "demo", "--target", url, "--scale", str(SCALE)]) == 0
     with registry().open(TargetURL.parse(url)) as target:
         now = _demo_now(target)
@@ -196,7 +197,8 @@ def test_replaying_the_latest_run_changes_nothing(demo: Demo, spark: SparkSessio
 
     before = contents()
     latest = max((s for s in history(demo.now, SCALE) if s.run.sync_id == 4567), key=lambda s: s.index)
-    config = demo_config(Config(state_dir=str(tmp_path / "state")), target.capabilities.layouts)
+    storage = Location.parse(str(tmp_path / "storage"))
+    config = demo_config(Config(storage=storage), target.capabilities.layouts)
     with SyncLog(target, config, spark) as log:
         log.write_run(latest.run, records(spark, latest, SCALE))
         assert contents() == before
@@ -214,7 +216,8 @@ def test_an_older_run_than_the_snapshot_holds_is_refused(
     before = rows()
     runs = sorted((s for s in history(demo.now, SCALE) if s.run.sync_id == 4567), key=lambda s: s.index)
     older = runs[-2]
-    config = demo_config(Config(state_dir=str(tmp_path / "state")), target.capabilities.layouts)
+    storage = Location.parse(str(tmp_path / "storage"))
+    config = demo_config(Config(storage=storage), target.capabilities.layouts)
     with SyncLog(target, config, spark) as log:
         with pytest.raises(InputError, match="is older than run"):
             log.write_run(older.run, records(spark, older, SCALE))

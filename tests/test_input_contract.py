@@ -12,6 +12,7 @@ from synclog.config import Config
 from synclog.errors import InputError
 from synclog.layouts.census import SYNC_LOG
 from synclog.plugins.manager import registry
+from synclog.storage.location import Location
 from synclog.testing.factories import RECORD_DDL, make_records, make_run, record_rows
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
@@ -20,7 +21,7 @@ from synclog.writer import SyncLog
 @pytest.fixture
 def log(tmp_path: Path, spark: SparkSession) -> SyncLog:
     target = registry().open(TargetURL.parse(f"duckdb:///{tmp_path / 'x.duckdb'}"))
-    return SyncLog(target, Config(state_dir=str(tmp_path / "state")), spark)
+    return SyncLog(target, Config(storage=Location.parse(str(tmp_path / "storage"))), spark)
 
 
 def with_value(position: int, column: int, value: Any) -> list[tuple[Any, ...]]:

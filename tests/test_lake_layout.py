@@ -34,9 +34,9 @@ CAPS = Capabilities(json_type="STRING", layouts=("lake",))
 def lake_records(spark: SparkSession, rows: list[tuple[object, ...]]) -> list[dict[str, object]]:
     run = make_run()
     frame = canonical_frame(run, make_records(spark, rows), datetime.now(UTC)).drop(VIOLATION)
-    ((table, records),) = LakeLayout().batch_rows(LayoutContext(run, frame, CAPS))
-    assert table is RECORDS
-    return [row.asDict() for row in records.collect()]
+    (load,) = LakeLayout().batch_rows(LayoutContext(run, frame, CAPS))
+    assert load.table is RECORDS
+    return [row.asDict() for row in load.rows.frame().collect()]
 
 
 def test_the_lake_layout_is_registered() -> None:
@@ -92,9 +92,10 @@ def test_records_rows_carry_the_file_columns_and_their_placement(spark: SparkSes
 def test_run_rows_are_the_metadata_and_the_facts(spark: SparkSession) -> None:
     run = make_run(org_id=7)
     frame = canonical_frame(run, make_records(spark, record_rows(run, count=4)), datetime.now(UTC))
-    out = dict(LakeLayout().run_rows(LayoutContext(run, frame.drop(VIOLATION), CAPS)))
+    loads = LakeLayout().run_rows(LayoutContext(run, frame.drop(VIOLATION), CAPS))
+    out = {load.table: load.rows.frame() for load in loads}
     assert list(out) == [RUN_METADATA, SOURCE_OBJECTS, DESTINATIONS, DESTINATION_OBJECTS]
-    (metadata,) = out[RUN_METADATA].to_pylist()
+    (metadata,) = [row.asDict() for row in out[RUN_METADATA].collect()]
     assert metadata["organization_id"] == 7
     assert json.loads(str(metadata["record_payload_schema"])) == {
         "email": "string",
@@ -102,8 +103,8 @@ def test_run_rows_are_the_metadata_and_the_facts(spark: SparkSession) -> None:
         "seats": "number",
     }
     for fact in (SOURCE_OBJECTS, DESTINATIONS, DESTINATION_OBJECTS):
-        assert out[fact].column("org_id").to_pylist() == [7]
-        assert out[fact].column_names == [*fact.column_names(), "org_id"]
+        assert [row["org_id"] for row in out[fact].collect()] == [7]
+        assert out[fact].columns == [*fact.column_names(), "org_id"]
 
 
 @pytest.mark.parametrize(

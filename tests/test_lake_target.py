@@ -42,9 +42,9 @@ def test_s3_settings_from_options_url_and_environment(
 ) -> None:
     options = {"endpoint_url": "http://127.0.0.1:9", "access_key_id": "AK", "secret_access_key": "SK"}
     location = lake_location(TargetURL.parse("lake+s3://bucket/some/prefix/"), options)
-    assert (location.root, location.s3, location.endpoint_url) == (
+    assert (location.root, location.scheme, location.endpoint_url) == (
         "bucket/some/prefix",
-        True,
+        "s3",
         options["endpoint_url"],
     )
     assert (location.access_key, location.secret_key, location.region) == ("AK", "SK", "us-east-1")

@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from synclog.config import Config
 from synclog.layouts.census import SYNC_LOG
+from synclog.storage.location import Location
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.writer import SyncLog
 
@@ -27,7 +28,7 @@ def blocked_url(tmp_path: Path) -> tuple[str, Path]:
 
 def test_outage_keeps_batches_and_flush_loads_them_once(tmp_path: Path, spark: SparkSession) -> None:
     url, blocker = blocked_url(tmp_path)
-    config = Config(state_dir=str(tmp_path / "state"))
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
     run = make_run()
     rows = record_rows(run, count=40, batches=2)
     warnings: list[str] = []
@@ -51,7 +52,7 @@ def test_outage_keeps_batches_and_flush_loads_them_once(tmp_path: Path, spark: S
 
 def test_writes_reconnect_once_the_warehouse_is_back(tmp_path: Path, spark: SparkSession) -> None:
     url, blocker = blocked_url(tmp_path)
-    config = Config(state_dir=str(tmp_path / "state"))
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
     run = make_run()
     rows = record_rows(run, count=40, batches=2)
     with SyncLog.open(url, config, spark) as log:
@@ -66,7 +67,7 @@ def test_writes_reconnect_once_the_warehouse_is_back(tmp_path: Path, spark: Spar
 
 
 def test_a_target_that_fails_mid_run_is_connected_again(tmp_path: Path, spark: SparkSession) -> None:
-    config = Config(state_dir=str(tmp_path / "state"))
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
     run = make_run()
     rows = record_rows(run, count=40, batches=2)
     with SyncLog.open(f"duckdb:///{tmp_path / 'logs.duckdb'}", config, spark) as log:
@@ -77,7 +78,7 @@ def test_a_target_that_fails_mid_run_is_connected_again(tmp_path: Path, spark: S
 
 
 def test_failures_can_be_raised_instead(tmp_path: Path, spark: SparkSession) -> None:
-    config = Config(state_dir=str(tmp_path / "state"), keep_on_target_failure=False)
+    config = Config(storage=Location.parse(str(tmp_path / "storage")), keep_on_target_failure=False)
     with pytest.raises(Exception, match="cannot open DuckDB database"):
         SyncLog.open(blocked_url(tmp_path)[0], config, spark)
     log = SyncLog.open(f"duckdb:///{tmp_path / 'logs.duckdb'}", config, spark)

@@ -16,6 +16,7 @@ from synclog.config import Config
 from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
+from synclog.storage.location import Location
 from synclog.targets.duckdb import TARGET_TYPE
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
@@ -50,7 +51,7 @@ def test_builtin_duckdb_is_registered_through_its_entry_point() -> None:
 def test_third_party_target_writes(installed_toy: None, tmp_path: Path, spark: SparkSession) -> None:
     names = [t.name for t in manager.registry().types()]
     assert {"duckdb", "lake", "toy"} <= set(names)
-    config = Config(state_dir=str(tmp_path / "state"))
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
     with SyncLog.open(f"toy://{tmp_path / 'lake'}", config, spark) as log:
         run = make_run()
         log.write_run(run, make_records(spark, record_rows(run)))

@@ -22,9 +22,20 @@ class Casefold(StrEnum):
         return name
 
 
+class Staging(StrEnum):
+    """How the rows of a load reach the warehouse's staging relation."""
+
+    FILES = "files"
+    """The core writes them as Parquet files under `storage` (executors for a Spark frame) and
+    the target loads the manifest (COPY, PUT + COPY, a load job, a local scan)."""
+    EXECUTORS = "executors"
+    """The target is handed the Spark frame and each task loads its own rows (COPY from the
+    executors, files written by the tasks)."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
-    """A target's abilities and limits; every field is read by the core or the docs matrix."""
+    """A target's abilities and limits; the core reads every field to decide what it does."""
 
     json_type: str
     """Physical column type that holds JSON payloads (JSON, JSONB, VARIANT, SUPER, STRING)."""
@@ -33,21 +44,22 @@ class Capabilities:
     three_part_names: bool = False
     """Whether relations are named database.schema.table (Snowflake, Databricks)."""
     transactions: bool = True
+    """Whether statements commit together: a replace is then a DELETE and an INSERT in one transaction."""
     merge: bool = False
+    """Whether MERGE INTO exists: a replace is one MERGE where there are no transactions."""
     views: bool = True
     partition_expiry: bool = False
-    """Whether old partitions expire by themselves (BigQuery's partition_expiration_days)."""
+    """Whether old day partitions can expire by themselves (BigQuery's partition_expiration_days):
+    retention sets the expiry, then deletes what syncs with a shorter retention keep."""
     partition_drop: bool = False
-    """Whether retention can drop whole day partitions instead of deleting rows."""
-    staging_formats: tuple[str, ...] = ("parquet",)
+    """Whether retention drops whole day partitions before deleting what remains expired."""
+    staging: Staging = Staging.FILES
     max_json_bytes: int | None = None
     """Largest payload a JSON value may hold; larger payloads are truncated with a marker."""
     run_metadata_columns: bool = True
     """Whether the source/destination id columns and the metadata tables are written."""
     fields_column: bool = True
     """Whether the hightouch layout's `fields` column is written."""
-    embedded: bool = False
-    """Whether the target is a local file that needs no server (the demo's default)."""
     layouts: tuple[str, ...] = ("census", "hightouch")
     """The layouts the target can hold; the first is written when the config names none."""
 

@@ -9,6 +9,8 @@ schemas = { census = "census" }
 layouts = ["census"]
 retention_days = 7
 
+storage = "s3://bucket/synclog"          # run store, spool and load staging (default: .synclog)
+
 [syncs.1234]
 retention_days = 30
 tables = { sync_log = { retention_days = 90 } }
@@ -24,13 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from synclog.errors import ConfigError
-from synclog.targets.base import TargetSettings
+from synclog.storage.location import Location
+from synclog.targets.base import DEFAULT_STORAGE, TargetSettings, default_storage
 from synclog.urls import TargetURL
 
 DEFAULT_TARGET = "duckdb:///synclog.duckdb"
 DEFAULT_RETENTION_DAYS = 7
 CONFIG_FILE = "synclog.toml"
-DEFAULT_STATE_DIR = ".synclog/runs"
+_REPLACED = {
+    "state_dir": "storage",
+    "staging_dir": "storage",
+}
+"""Keys of earlier versions, and what replaced them."""
 
 
 @dataclass(frozen=True)
@@ -76,9 +83,8 @@ class Config:
     targets: Mapping[str, TargetConfig] = field(default_factory=dict)
     defaults: SyncSettings = field(default_factory=SyncSettings)
     syncs: Mapping[int, SyncSettings] = field(default_factory=dict)
-    staging_dir: str | None = None
-    state_dir: str = DEFAULT_STATE_DIR
-    """Where batches of runs in progress are kept until the run completes."""
+    storage: Location = field(default_factory=default_storage)
+    """Where the run store, the spool and load staging live; every Spark process must reach it."""
     keep_on_target_failure: bool = True
     """Keep batches for `synclog flush` when the target fails, instead of failing the sync."""
 
@@ -100,11 +106,7 @@ class Config:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "config") -> Config:
         """Build a config from parsed TOML, naming the first unknown or malformed key."""
-        _only(
-            data,
-            {"targets", "defaults", "syncs", "staging_dir", "state_dir", "keep_on_target_failure"},
-            source,
-        )
+        _only(data, {"targets", "defaults", "syncs", "storage", "keep_on_target_failure"}, source)
         defaults = _sync_settings(data.get("defaults", {}), SyncSettings(), f"{source}: defaults")
         syncs: dict[int, SyncSettings] = {}
         for key, value in dict(data.get("syncs", {})).items():
@@ -117,11 +119,11 @@ class Config:
             name: _target(value, f"{source}: targets.{name}")
             for name, value in dict(data.get("targets", {})).items()
         }
-        state_dir = str(data.get("state_dir", DEFAULT_STATE_DIR))
+        storage = _storage(data.get("storage", DEFAULT_STORAGE), f"{source}: storage")
         keep = data.get("keep_on_target_failure", True)
         if not isinstance(keep, bool):
             raise ConfigError(f"{source}: keep_on_target_failure must be true or false")
-        return cls(targets, defaults, syncs, data.get("staging_dir"), state_dir, keep)
+        return cls(targets, defaults, syncs, storage, keep)
 
     def sync(self, sync_id: int) -> SyncSettings:
         """Settings of `sync_id` (the defaults where it has none)."""
@@ -136,15 +138,19 @@ class Config:
                 known = ", ".join(sorted(self.targets)) or "none configured"
                 raise ConfigError(f"unknown target {chosen!r} (named targets: {known})")
             named = TargetConfig(url=chosen)
-        settings = named.settings
-        if settings.staging_dir is None and self.staging_dir:
-            settings = replace(settings, staging_dir=self.staging_dir)
+        settings = replace(named.settings, storage=self.storage)
         return TargetURL.parse(named.url, password_env=named.password_env), settings
 
 
 def _only(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a table")
+    replaced = sorted(set(data) & set(_REPLACED))
+    if replaced:
+        raise ConfigError(
+            f"{where}: {replaced[0]} was replaced by {_REPLACED[replaced[0]]} (one location for the run "
+            'store, the spool and load staging that every Spark process reaches), e.g. storage = ".synclog"'
+        )
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(allowed))})")
@@ -173,14 +179,25 @@ def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
     return SyncSettings(tuple(layouts), days, tables)
 
 
+def _storage(data: Any, where: str) -> Location:
+    """`storage = "…"`, or a table: `{ url = "…", shared = true, endpoint_url = "…", region = "…" }`."""
+    if isinstance(data, str):
+        return Location.parse(data, what=where)
+    _only(data, {"url", "shared", "endpoint_url", "region"}, where)
+    if not isinstance(data.get("url"), str):
+        raise ConfigError(f"{where}: url is required")
+    if not isinstance(data.get("shared", False), bool):
+        raise ConfigError(f"{where}: shared must be true or false")
+    return Location.parse(data["url"], data, what=where)
+
+
 def _target(data: Any, where: str) -> TargetConfig:
-    _only(data, {"url", "password_env", "database", "schemas", "staging_dir", "options"}, where)
+    _only(data, {"url", "password_env", "database", "schemas", "options"}, where)
     if not isinstance(data.get("url"), str):
         raise ConfigError(f"{where}: url is required")
     settings = TargetSettings(
         database=data.get("database"),
         schemas=dict(data.get("schemas", {})),
-        staging_dir=data.get("staging_dir"),
         options=dict(data.get("options", {})),
     )
     return TargetConfig(data["url"], data.get("password_env"), settings)

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 
 from synclog.config import Config
 from synclog.layouts.registry import LAYOUTS
-from synclog.layouts.table import TableSpec
 from synclog.targets.base import Cutoffs, Target
+from synclog.targets.tables import TableSpec
 
 
 @dataclass(frozen=True)

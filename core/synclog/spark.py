@@ -1,37 +1,103 @@
-"""The Spark session synclog uses when the caller does not bring one."""
+"""The Spark session synclog uses when the caller does not bring one, and what its executors see.
+
+`SPARK_REMOTE=sc://host:port` (Spark Connect, as Databricks Connect and serverless use) gives
+a Connect session; otherwise `SYNCLOG_SPARK_MASTER` (default `local[*]`) names the master.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
+import socket
 import sys
+from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
+from synclog.errors import ConfigError
+from synclog.storage.location import Location
+
+_SESSION_CONFS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+"""Settings a Connect session accepts too (runtime SQL confs)."""
+
 
 def spark_session(app_name: str = "synclog") -> SparkSession:
-    """The active session, or a local one set up for synclog (UTC, Arrow, quiet logs)."""
+    """The active session, or a new one set up for synclog (UTC, Arrow, quiet logs)."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote:
+        builder = SparkSession.builder.appName(app_name).remote(remote)
+        for key, value in _SESSION_CONFS.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
     _ensure_java()
     # Executors' Python workers must run the interpreter that has synclog and pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = (
+    builder = (
         SparkSession.builder.appName(app_name)
         .master(os.environ.get("SYNCLOG_SPARK_MASTER", "local[*]"))
-        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", os.environ.get("SYNCLOG_SHUFFLE_PARTITIONS", "8"))
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("SYNCLOG_DRIVER_MEMORY", "2g"))
-        .getOrCreate()
     )
+    for key, value in _SESSION_CONFS.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def remote_url(spark: SparkSession) -> str | None:
+    """The Spark Connect URL the session talks to, or None for a classic session."""
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        return None
+    client = spark.client  # type: ignore[attr-defined]
+    return f"sc://{client.host}"
+
+
+def executors_are_local(spark: SparkSession) -> bool:
+    """Whether every executor runs on this machine, so that it sees this machine's files.
+
+    True for a `local[…]` master, reached directly or through a Spark Connect server on this
+    machine (a loopback address); false for any cluster manager or a remote Connect server.
+    """
+    master = spark.conf.get("spark.master", "local") or "local"
+    if not master.startswith("local"):
+        return False
+    remote = remote_url(spark)
+    return remote is None or _is_loopback(urlsplit(remote).hostname or "")
+
+
+def require_reachable(location: Location, spark: SparkSession, setting: str) -> None:
+    """Raise ConfigError, naming `setting`, when executors elsewhere cannot see `location`."""
+    if location.reaches_every_node or executors_are_local(spark):
+        return
+    raise ConfigError(
+        f"{setting} is {location.uri()}, a folder only this machine sees, but Spark runs executors "
+        f"elsewhere ({spark.conf.get('spark.master', '?')}): set {setting} to s3://…, gs://… or "
+        "a folder every node mounts (with shared = true)"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+        except (OSError, ValueError):
+            return False
 
 
 def _ensure_java() -> None:

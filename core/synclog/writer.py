@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -11,22 +10,21 @@ from datetime import UTC, datetime
 from types import TracebackType
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from synclog.canonical import canonical_frame, canonical_schema
+from synclog.canonical import canonical_frame
 from synclog.config import Config
-from synclog.errors import ConfigError, InputError
+from synclog.errors import ConfigError, TargetError, first_line
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.registry import layout
-from synclog.layouts.table import TableSpec
 from synclog.model import Run
 from synclog.plugins.manager import registry
-from synclog.records import VIOLATION, check_columns, raise_violation
+from synclog.records import check_columns
 from synclog.retention import CleanupResult, cleanup
-from synclog.runstore import PARTITION, Pending, RunStore
-from synclog.spark import spark_session
+from synclog.spark import require_reachable, spark_session
+from synclog.storage.runstore import Pending, RunStore
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
+from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 
 Progress = Callable[[str], None]
@@ -65,9 +63,12 @@ class SyncLog:
         self.connector = target if isinstance(target, Connector) else Connector.of(target)
         self.config = config or Config()
         self.spark = spark or spark_session()
+        require_reachable(self.config.storage, self.spark, "storage")
         self.progress = progress or (lambda _message: None)
+        self.store = RunStore(self.config.storage)
         self._ensured: set[TableSpec] = set()
-        self.store = RunStore(self.config.state_dir)
+        self._loaded: dict[str, str] = {}
+        """Per table, the digest of the driver-built rows loaded last (loading them again is a no-op)."""
 
     @classmethod
     def open(
@@ -87,13 +88,11 @@ class SyncLog:
         log = cls(Connector.for_type(registry().for_url(url), url, settings), config, spark, progress)
         try:
             log.target  # noqa: B018 - connect now, so a wrong URL or password shows at once
-        except ConfigError:
-            raise
-        except Exception as exc:
+        except TargetError as exc:
             if not config.keep_on_target_failure:
                 raise
             log.progress(
-                f"warning: {url} does not answer ({_first_line(exc)}); "
+                f"warning: {url} does not answer ({first_line(exc)}); "
                 f"batches wait in {log.store.root} until it does"
             )
         return log
@@ -116,23 +115,11 @@ class SyncLog:
         started = time.perf_counter()
         self.layouts(run.sync_id)
         check_columns(records)
-        canonical = canonical_frame(run, records, datetime.now(UTC))
-        incoming = self.store.incoming(run)
-        try:
-            canonical.write.partitionBy(PARTITION).parquet(str(incoming))
-            staged = self.spark.read.parquet(str(incoming))
-            bad = staged.where(F.col(VIOLATION).isNotNull()).select(VIOLATION).first()
-            if bad is not None:
-                raise_violation(bad[0])
-            statuses = {row[0]: row[1] for row in staged.groupBy("status").count().collect()}
-        except BaseException:
-            shutil.rmtree(incoming, ignore_errors=True)
-            raise
-        batches = self.store.commit(run, incoming)
+        written = self.store.write(run, canonical_frame(run, records, datetime.now(UTC)))
         waiting = self.store.pending_of(run)
-        to_load = sorted({*batches, *(waiting.batches if waiting else ())})
+        to_load = sorted({*written.batches, *(waiting.batches if waiting else ())})
         loaded = self._load_or_keep(run, to_load, finished=False)
-        return WriteResult(statuses, loaded or {}, time.perf_counter() - started, loaded is None)
+        return WriteResult(written.statuses, loaded or {}, time.perf_counter() - started, loaded is None)
 
     def finish(self, run: Run) -> dict[str, int]:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
@@ -157,35 +144,34 @@ class SyncLog:
         return self.store.all_pending()
 
     def _load_or_keep(self, run: Run, batches: Sequence[int], *, finished: bool) -> dict[str, int] | None:
-        """Load `batches` (and the run-level tables once `finished`); on a target failure keep
-        them in the run store for `flush` and return None, so the sync itself never fails."""
+        """Load `batches` (and the run-level tables once `finished`); when the target fails (a
+        TargetError: an outage), keep them in the run store for `flush` and return None, so the
+        sync itself never fails. Any other error is not an outage and is raised."""
         try:
             loaded = {}
             if batches:
-                frame = self.store.read(self.spark, run, batches).drop(VIOLATION)
-                loaded.update(self._load(run, frame, "batch_rows"))
+                loaded.update(self._load(run, self.store.read(self.spark, run, batches), "batch_rows"))
             self.store.clear_pending(run)
             if finished:
-                loaded.update(self._load(run, self._whole_run(run), "run_rows"))
+                loaded.update(self._load(run, self.store.read(self.spark, run), "run_rows"))
                 self.store.drop(run)
             return loaded
-        except (InputError, ConfigError):
-            raise
-        except Exception as exc:
+        except TargetError as exc:
             if not self.config.keep_on_target_failure:
                 raise
-            self.connector.reset()
+            self._forget_connection()
             kept = self.store.mark_pending(run, batches, finished=finished)
             self.progress(
-                f"warning: {self.url} failed ({_first_line(exc)}); kept {len(kept.batches)} "
+                f"warning: {self.url} failed ({first_line(exc)}); kept {len(kept.batches)} "
                 f"batch(es) of run {run.sync_run_id} in {self.store.root} for `synclog flush`"
             )
             return None
 
-    def _whole_run(self, run: Run) -> DataFrame:
-        if not self.store.has(run):
-            return self.spark.createDataFrame([], canonical_schema())
-        return self.store.read(self.spark, run).drop(VIOLATION)
+    def _forget_connection(self) -> None:
+        """After an outage: connect afresh next time, and take nothing about the target for granted."""
+        self.connector.reset()
+        self._ensured.clear()
+        self._loaded.clear()
 
     def layouts(self, sync_id: int) -> tuple[str, ...]:
         """The layouts written for `sync_id`: the configured ones, else the target's default.
@@ -213,18 +199,20 @@ class SyncLog:
 
             ctx = LayoutContext(run, records, self.target.capabilities, previous)
             for name in self.layouts(run.sync_id):
-                for table, rows in getattr(layout(name), phase)(ctx):
+                for load in getattr(layout(name), phase)(ctx):
+                    table = load.table
                     if not settings.table(table.view or table.name).enabled:
                         continue
                     if table not in self._ensured:
                         self.target.ensure([table])
                         self._ensured.add(table)
                     relation = str(self.target.relation(table, table.view))
-                    loaded[relation] = self.target.replace_rows(table, rows)
-                    scope = _run_scope(run, table.replace_key)
-                    if loaded[relation] == 0 and scope:
-                        # Nothing new for a table replaced per sync or run: clear what was there.
-                        self.target.delete_rows(table, scope)
+                    digest = load.rows.digest
+                    if digest is not None and self._loaded.get(relation) == digest:
+                        continue  # the same few rows as the last load: the table holds them
+                    loaded[relation] = self.target.replace_rows(table, load.rows, load.scope or None)
+                    if digest is not None:
+                        self._loaded[relation] = digest
                     self.progress(f"  {relation}: {loaded[relation]:,} rows")
         return loaded
 
@@ -246,14 +234,3 @@ class SyncLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def _run_scope(run: Run, key: tuple[str, ...]) -> dict[str, int] | None:
-    """The key values of `run`'s rows when `key` holds only run-level columns, else None."""
-    known = {"sync_id": run.sync_id, "sync_run_id": run.sync_run_id}
-    return {name: known[name] for name in key} if set(key) <= set(known) else None

@@ -5,19 +5,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame
 
 import synclog
-from synclog.layouts.table import Rows, TableSpec
-from synclog.staging import parquet_stage
 from synclog.targets.base import Cutoffs
+from synclog.targets.rows import Rows
+from synclog.targets.tables import TableSpec
 
 CAPABILITIES = synclog.Capabilities(json_type="STRING", transactions=False, views=False)
 
@@ -35,19 +36,21 @@ class ToyTarget(synclog.Target):
     def ensure(self, tables: Sequence[TableSpec]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
 
-    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
-        if isinstance(rows, DataFrame):
-            with parquet_stage(rows) as files:
-                incoming = pa.concat_tables([pq.read_table(f) for f in files])
-        else:
-            incoming = rows
-        incoming = incoming.select(table.column_names())
+    def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
+        schema = table.arrow_schema()
+        manifest = rows.stage(self.storage, f"toy/{uuid.uuid4().hex}", schema)
+        incoming = pa.Table.from_batches(list(manifest.batches(schema)), schema=schema)
         current = self._read(table)
         if current is not None:
-            keys = pc.is_in(current.column(table.replace_key[0]), incoming.column(table.replace_key[0]))
-            incoming = pa.concat_tables([current.filter(pc.invert(keys)), incoming.cast(current.schema)])
+            if scope:
+                matches = [pc.equal(current.column(name), value) for name, value in scope.items()]
+                replaced = functools.reduce(pc.and_, matches)
+            else:
+                key = table.replace_key[0]
+                replaced = pc.is_in(current.column(key), incoming.column(key))
+            incoming = pa.concat_tables([current.filter(pc.invert(replaced)), incoming.cast(current.schema)])
         pq.write_table(incoming, self._file(table))
-        return incoming.num_rows
+        return manifest.rows
 
     def _read(self, table: TableSpec) -> pa.Table | None:
         return pq.read_table(self._file(table)) if self._file(table).exists() else None

@@ -3,35 +3,26 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities
-from synclog.layouts.table import ColumnType, Rows, TableSpec
 from synclog.model import Run
-
-_ARROW: dict[ColumnType, pa.DataType] = {
-    ColumnType.BIGINT: pa.int64(),
-    ColumnType.INTEGER: pa.int32(),
-    ColumnType.STRING: pa.string(),
-    ColumnType.JSON: pa.string(),
-    ColumnType.TIMESTAMP: pa.timestamp("us", tz="UTC"),
-    ColumnType.BOOLEAN: pa.bool_(),
-}
+from synclog.targets.rows import Rows
+from synclog.targets.tables import TableSpec
 
 
-def arrow_schema(table: TableSpec) -> pa.Schema:
-    """The Arrow schema of `table`'s columns (JSON travels as text)."""
-    return pa.schema([pa.field(c.name, _ARROW[c.type]) for c in table.columns])
+@dataclass(frozen=True)
+class Load:
+    """Rows for one table, and what they replace (see `Target.replace_rows`)."""
 
-
-def arrow_rows(table: TableSpec, rows: list[dict[str, Any]]) -> pa.Table:
-    """A small Arrow table with exactly `table`'s columns, for rows built on the driver."""
-    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
+    table: TableSpec
+    rows: Rows
+    scope: Mapping[str, Any] = field(default_factory=dict)
+    """Column → value: every row of the table matching it is replaced (empty: by `replace_key`)."""
 
 
 def _nothing(_table: TableSpec) -> DataFrame | None:
@@ -57,9 +48,9 @@ class Layout(ABC):
     tables: ClassVar[tuple[TableSpec, ...]]
 
     @abstractmethod
-    def batch_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
-        """Rows to load as soon as batches arrive, table by table."""
+    def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:
+        """Loads to make as soon as batches arrive, table by table."""
 
-    def run_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
-        """Rows to load once the run has ended; `ctx.records` then holds the whole run."""
+    def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
+        """Loads to make once the run has ended; `ctx.records` then holds the whole run."""
         return iter(())

@@ -8,12 +8,13 @@ from typing import ClassVar
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from synclog.layouts.base import Layout, LayoutContext, arrow_rows
-from synclog.layouts.table import Column as Col
-from synclog.layouts.table import ColumnType as C
-from synclog.layouts.table import Rows, TableSpec
+from synclog.layouts.base import Layout, LayoutContext, Load
 from synclog.model import RecordStatus
 from synclog.payloads import fit_json
+from synclog.targets.rows import Rows
+from synclog.targets.tables import Column as Col
+from synclog.targets.tables import ColumnType as C
+from synclog.targets.tables import TableSpec
 
 SCHEMA = "census"
 
@@ -105,7 +106,7 @@ class CensusLayout(Layout):
         DESTINATION_OBJECTS,
     )
 
-    def batch_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+    def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         run, caps = ctx.run, ctx.capabilities
         ids = {
             "destination_id": run.destination.id,
@@ -124,13 +125,17 @@ class CensusLayout(Layout):
         }
         spec = SYNC_LOG if caps.run_metadata_columns else SYNC_LOG.without_run_metadata()
         frame = ctx.records.select(*[values.get(c, F.col(c)).alias(c) for c in spec.column_names()])
-        yield SYNC_LOG, frame
+        yield Load(SYNC_LOG, Rows.of(frame))
         if not caps.run_metadata_columns:
             return
-        source = run.source_object
-        yield SOURCE_OBJECTS, arrow_rows(SOURCE_OBJECTS, [vars(source)])
-        yield DESTINATIONS, arrow_rows(DESTINATIONS, [vars(run.destination)])
-        yield DESTINATION_OBJECTS, arrow_rows(DESTINATION_OBJECTS, [vars(run.destination_object)])
+        spark = ctx.records.sparkSession
+        facts = (
+            (SOURCE_OBJECTS, run.source_object),
+            (DESTINATIONS, run.destination),
+            (DESTINATION_OBJECTS, run.destination_object),
+        )
+        for table, fact in facts:
+            yield Load(table, Rows.local(spark, table, [vars(fact)]))
 
 
 def _census_operation() -> Column:

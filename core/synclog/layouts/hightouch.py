@@ -48,12 +48,13 @@ from pyspark.sql import functions as F
 from synclog.capabilities import Capabilities
 from synclog.diff import Diff, diff, fields_hash, prev
 from synclog.errors import InputError
-from synclog.layouts.base import Layout, LayoutContext, arrow_rows
-from synclog.layouts.table import Column as Col
-from synclog.layouts.table import ColumnType as C
-from synclog.layouts.table import Rows, TableSpec
+from synclog.layouts.base import Layout, LayoutContext, Load
 from synclog.model import RecordStatus, Run, RunStatus
 from synclog.payloads import fit_json
+from synclog.targets.rows import Rows
+from synclog.targets.tables import Column as Col
+from synclog.targets.tables import ColumnType as C
+from synclog.targets.tables import TableSpec
 
 SCHEMA = "hightouch_audit"
 _ID = Col("sync_id", C.BIGINT, "The ID of the sync")
@@ -155,25 +156,28 @@ class HightouchLayout(Layout):
     name: ClassVar[str] = "hightouch"
     tables: ClassVar[tuple[TableSpec, ...]] = (CHANGELOG, SNAPSHOT, RUNS, BASELINE)
 
-    def batch_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+    def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         return iter(())
 
-    def run_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+    def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         run, caps = ctx.run, ctx.capabilities
         previous, replay = _previous_snapshot(ctx)
         splits = _uses_splits(ctx.records) or _uses_splits(previous)
         d = diff(run_side(ctx.records), previous, full_model=run.full_model)
         fields = caps.fields_column
+        of_sync = {"sync_id": run.sync_id}
+        of_run = {"sync_id": run.sync_id, "sync_run_id": run.sync_run_id}
         if not replay:
             table = table_for(BASELINE, fields=fields, splits=splits)
-            yield table, _baseline_rows(d, run, table)
+            yield Load(table, Rows.of(_baseline_rows(d, run, table)), of_sync)
         table = table_for(SNAPSHOT, fields=fields, splits=splits)
-        yield table, _select(d.joined.where(d.kept), table, _snapshot_values(d, run, caps))
+        snapshot = _select(d.joined.where(d.kept), table, _snapshot_values(d, run, caps))
+        yield Load(table, Rows.of(snapshot), of_sync)
         table = table_for(CHANGELOG, fields=fields, splits=splits)
         changelog = _select(d.joined.where(d.logged), table, _changelog_values(d, run, caps))
-        yield table, changelog
+        yield Load(table, Rows.of(changelog), of_run)
         counts = {(r[0], r[1]): int(r[2]) for r in changelog.groupBy("op_type", "status").count().collect()}
-        yield RUNS, arrow_rows(RUNS, [_run_row(run, counts)])
+        yield Load(RUNS, Rows.local(ctx.records.sparkSession, RUNS, [_run_row(run, counts)]), of_run)
 
 
 def run_side(records: DataFrame) -> DataFrame:

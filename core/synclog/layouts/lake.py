@@ -25,17 +25,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
-import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from synclog.layouts import census
-from synclog.layouts.base import Layout, LayoutContext, arrow_rows
-from synclog.layouts.table import Column as Col
-from synclog.layouts.table import ColumnType as C
-from synclog.layouts.table import Rows, TableSpec
+from synclog.layouts.base import Layout, LayoutContext, Load
 from synclog.model import RecordStatus, Run
 from synclog.payload_schema import FieldType, payload_schema
+from synclog.targets.rows import Rows
+from synclog.targets.tables import Column as Col
+from synclog.targets.tables import ColumnType as C
+from synclog.targets.tables import TableSpec
 
 ABORTED_MESSAGE = census.ABORTED_MESSAGE
 STATUSES: Mapping[RecordStatus, str] = {
@@ -114,6 +114,8 @@ FILES: Mapping[TableSpec, str] = {
     DESTINATION_OBJECTS: "metadata/{org_id}/destination_objects.parquet",
 }
 """Where each table's rows go, relative to the lake's root."""
+FIELD_VALUES: Mapping[str, tuple[str, ...]] = {"batch_type": tuple(BATCH_TYPES.values())}
+"""Every value a path field that is not part of its table's key can take."""
 
 
 class LakeLayout(Layout):
@@ -122,42 +124,41 @@ class LakeLayout(Layout):
     name: ClassVar[str] = "lake"
     tables: ClassVar[tuple[TableSpec, ...]] = tuple(FILES)
 
-    def batch_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
+    def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         operation = _lookup(OPERATIONS, F.col("operation"))
         status = _lookup(STATUSES, F.col("status"))
         aborted = F.col("status") == RecordStatus.ABORTED.value
         message = F.when(aborted, F.coalesce("status_message", F.lit(ABORTED_MESSAGE))).otherwise(
             F.col("status_message")
         )
-        yield (
-            RECORDS,
-            ctx.records.select(
-                F.lit(ctx.run.org_id).cast("bigint").alias("org_id"),
-                "sync_id",
-                "sync_run_id",
-                "batch_number",
-                _lookup(BATCH_TYPES, operation, keep=False).alias("batch_type"),
-                F.col("record_identifier").alias("identifier"),
-                "record_payload",
-                operation.alias("operation"),
-                status.alias("status"),
-                message.alias("status_message"),
-                "batch_started_at",
-                F.col("batch_completed_at").alias("batch_ended_at"),
-            ),
+        records = ctx.records.select(
+            F.lit(ctx.run.org_id).cast("bigint").alias("org_id"),
+            "sync_id",
+            "sync_run_id",
+            "batch_number",
+            _lookup(BATCH_TYPES, operation, keep=False).alias("batch_type"),
+            F.col("record_identifier").alias("identifier"),
+            "record_payload",
+            operation.alias("operation"),
+            status.alias("status"),
+            message.alias("status_message"),
+            "batch_started_at",
+            F.col("batch_completed_at").alias("batch_ended_at"),
         )
+        yield Load(RECORDS, Rows.of(records))
 
-    def run_rows(self, ctx: LayoutContext) -> Iterator[tuple[TableSpec, Rows]]:
-        run = ctx.run
-        yield RUN_METADATA, arrow_rows(RUN_METADATA, [metadata_row(run, payload_schema(ctx.records))])
+    def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
+        run, spark = ctx.run, ctx.records.sparkSession
+        metadata = metadata_row(run, payload_schema(ctx.records))
+        yield Load(RUN_METADATA, Rows.local(spark, RUN_METADATA, [metadata]))
         facts = (
             (SOURCE_OBJECTS, run.source_object),
             (DESTINATIONS, run.destination),
             (DESTINATION_OBJECTS, run.destination_object),
         )
         for table, fact in facts:
-            rows = arrow_rows(table, [vars(fact)])
-            yield table, rows.append_column("org_id", pa.array([run.org_id], pa.int64()))
+            placed = replace(table, columns=(*table.columns, Col("org_id", C.BIGINT)))
+            yield Load(table, Rows.local(spark, placed, [{**vars(fact), "org_id": run.org_id}]))
 
 
 def metadata_row(run: Run, schema: Mapping[str, FieldType]) -> dict[str, Any]:

@@ -15,22 +15,32 @@ from pyspark.sql import DataFrame, SparkSession
 
 from synclog.capabilities import Capabilities
 from synclog.errors import TargetError
-from synclog.layouts.table import Rows, TableSpec
 from synclog.naming import Relation, check_name
+from synclog.storage.location import Location
+from synclog.targets.rows import Rows
+from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
+
+DEFAULT_STORAGE = ".synclog"
+"""Where the run store, the spool and load staging live unless `storage` says otherwise."""
+
+
+def default_storage() -> Location:
+    """`.synclog` in the working folder."""
+    return Location.parse(DEFAULT_STORAGE)
 
 
 @dataclass(frozen=True)
 class TargetSettings:
-    """Per-target options from `synclog.toml` (database, schema per layout, staging folder)."""
+    """Per-target options from `synclog.toml` (database, schema per layout), and the storage."""
 
     database: str | None = None
     schemas: Mapping[str, str] = field(default_factory=dict)
     """Schema per layout, e.g. {"census": "logs"}; a layout's default schema otherwise."""
-    staging_dir: str | None = None
-    """Where Spark stages files for bulk loads; the system temp folder by default."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Anything else the plugin documents."""
+    storage: Location = field(default_factory=default_storage)
+    """Where load staging and read-backs put their files (`storage` in synclog.toml)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,11 @@ class Target(ABC):
         self.url = url
         self.settings = settings
 
+    @property
+    def storage(self) -> Location:
+        """Where this target stages files and exports read-backs."""
+        return self.settings.storage
+
     def relation(self, table: TableSpec, name: str | None = None) -> Relation:
         """Where `table` (or its view, given `name`) lives in this warehouse."""
         caps = self.capabilities
@@ -75,8 +90,13 @@ class Target(ABC):
         """Create what is missing (schemas, tables, views), adding new columns at the end."""
 
     @abstractmethod
-    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
-        """Atomically replace the rows whose `replace_key` matches `rows`, by `rows`; return the count."""
+    def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
+        """Atomically replace rows of `table` by `rows`; return how many rows were loaded.
+
+        With a `scope` (column → value, e.g. {"sync_id": 80}), every row of the table that
+        matches it is replaced, also when `rows` are none. Without one, the rows whose
+        `replace_key` matches an incoming row's are replaced.
+        """
 
     @abstractmethod
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
@@ -90,16 +110,10 @@ class Target(ABC):
         Use it as `with target.read_rows(...) as rows:`; `rows` is None when the table does
         not exist, else a frame with exactly `table.spark_schema()` (columns the stored table
         lacks read NULL) that stays readable until the block ends. Rows travel in bulk
-        (an export to files Spark reads), never through a Spark collect.
+        (an export to files under `storage` that the executors read), never through the driver's
+        memory as a whole.
         """
         raise TargetError(f"the {type(self).__name__} target cannot read log rows back")
-
-    def delete_rows(self, table: TableSpec, key: Mapping[str, Any]) -> int:
-        """Remove the rows of `table` whose columns equal `key`'s values; return how many.
-
-        The writer calls it for a table replaced per sync or per run whose new rows are none.
-        """
-        raise TargetError(f"the {type(self).__name__} target cannot delete log rows")
 
     @abstractmethod
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:

@@ -1,4 +1,4 @@
-"""The embedded default target: a DuckDB file, loaded in bulk from Parquet or Arrow."""
+"""The embedded default target: a DuckDB file, loaded in bulk from the staged Parquet files."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ from typing import Any, ClassVar
 
 import duckdb
 import pyarrow as pa
-from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities, Casefold
-from synclog.errors import ConfigError, TargetError
-from synclog.layouts.table import ColumnType, TableSpec
+from synclog.errors import ConfigError, TargetError, outages
+from synclog.naming import Relation
 from synclog.plugins.hookspecs import hookimpl
-from synclog.staging import parquet_stage
-from synclog.targets.base import Rows, TargetSettings, TargetType
+from synclog.storage.manifest import Manifest
+from synclog.targets import export
+from synclog.targets.base import TargetSettings, TargetType
 from synclog.targets.sql import SqlTarget
+from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
 
 CAPABILITIES = Capabilities(
@@ -25,12 +26,11 @@ CAPABILITIES = Capabilities(
     casefold=Casefold.LOWER,
     max_identifier_length=255,
     transactions=True,
-    merge=False,
-    staging_formats=("parquet", "arrow"),
-    embedded=True,
 )
 
-_STAGE = "_synclog_stage"
+_FILES = "_synclog_files"
+_OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
+"""The file cannot be opened or is locked, the connection is gone, a transaction conflicts."""
 
 
 class DuckDBTarget(SqlTarget):
@@ -41,7 +41,6 @@ class DuckDBTarget(SqlTarget):
         ColumnType.BIGINT: "BIGINT",
         ColumnType.INTEGER: "INTEGER",
         ColumnType.STRING: "VARCHAR",
-        ColumnType.JSON: "JSON",
         ColumnType.TIMESTAMP: "TIMESTAMPTZ",
         ColumnType.BOOLEAN: "BOOLEAN",
     }
@@ -57,64 +56,61 @@ class DuckDBTarget(SqlTarget):
             raise TargetError(f"cannot open DuckDB database {self.path}: {exc}") from None
         self.connection.execute("SET TimeZone = 'UTC'")
 
+    def _errors(self) -> Any:
+        return outages(_OUTAGES, f"DuckDB {self.path}")
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        result = self.connection.execute(sql, list(params)).fetchall()
+        with self._errors():
+            result = self.connection.execute(sql, list(params)).fetchall()
         # DuckDB answers DML with one row holding the affected count.
         if result and len(result[0]) == 1 and isinstance(result[0][0], int):
             return int(result[0][0])
         return 0
 
     def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.connection.execute(sql, list(params)).fetchall()
+        with self._errors():
+            return self.connection.execute(sql, list(params)).fetchall()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        return self.connection.sql(sql, params=list(params) or None).to_arrow_table()
+        with self._errors():
+            return self.connection.sql(sql, params=list(params) or None).to_arrow_table()
 
-    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
-        # DuckDB streams the result into the file; the query already names and casts the columns.
-        self.connection.sql(sql, params=list(params) or None).write_parquet(path)
+    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        with self._errors():
+            yield from self.connection.sql(sql, params=list(params) or None).to_arrow_reader(
+                export.CHUNK_ROWS
+            )
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        self.connection.execute("BEGIN TRANSACTION")
+        self.execute("BEGIN TRANSACTION")
         try:
             yield
         except BaseException:
-            self.connection.execute("ROLLBACK")
+            self.execute("ROLLBACK")
             raise
-        self.connection.execute("COMMIT")
+        self.execute("COMMIT")
 
-    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
-        spec = self.table_spec(table)
-        if isinstance(rows, DataFrame):
-            with parquet_stage(rows, self.settings.staging_dir) as files:
-                if not files:
-                    return 0
-                return self._load(spec, "read_parquet(?)", [files])
-        self.connection.register("_synclog_arrow", rows)
-        try:
-            return self._load(spec, "_synclog_arrow", [])
-        finally:
-            self.connection.unregister("_synclog_arrow")
+    # -- loading: a temporary stage filled from the staged files ------------------------------
 
-    def _load(self, table: TableSpec, source: str, params: list[Any]) -> int:
-        relation = self.relation(table)
-        names = table.column_names()
-        columns = ", ".join(self.quote(c) for c in names)
+    def stage_relation(self, relation: Relation) -> Relation:
+        stage = super().stage_relation(relation)
+        return Relation(database="temp", schema="main", name=stage.name, casefold=stage.casefold)
+
+    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+        columns = ", ".join(self.column_sql(c) for c in table.columns)
+        self.execute(f"CREATE TEMP TABLE {stage.render()} ({columns})")
+
+    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
+        """DuckDB scans the files as an Arrow dataset (local or on an object store) into the stage."""
+        columns = ", ".join(self.quote(c) for c in table.column_names())
         picked = ", ".join(_cast(self.quote(c.name), c.type) for c in table.columns)
-        with self.transaction():
-            self.connection.execute(
-                f"CREATE OR REPLACE TEMP TABLE {_STAGE} AS SELECT {picked} FROM {source}", params
-            )
-            self.connection.execute(
-                f"DELETE FROM {relation.render()} WHERE {self.key_match_sql(_STAGE, table.replace_key)}"
-            )
-            self.connection.execute(
-                f"INSERT INTO {relation.render()} ({columns}) SELECT {columns} FROM {_STAGE}"
-            )
-            (count,) = self.connection.execute(f"SELECT count(*) FROM {_STAGE}").fetchone()
-            self.connection.execute(f"DROP TABLE {_STAGE}")
-        return int(count)
+        with self._errors():
+            self.connection.register(_FILES, manifest.dataset(self.stage_schema(table)))
+        try:
+            return self.execute(f"INSERT INTO {stage.render()} ({columns}) SELECT {picked} FROM {_FILES}")
+        finally:
+            self.connection.unregister(_FILES)
 
     def close(self) -> None:
         self.connection.close()

@@ -1,4 +1,4 @@
-"""A query's result written to one Parquet file in bounded driver memory, one row group per chunk.
+"""A query's result written as one Parquet file in bounded driver memory, one row group per chunk.
 
 A target fetches its result `CHUNK_ROWS` rows at a time (a cursor's `fetchmany`, a result
 page) and hands the chunks over as Arrow record batches; each is given the wanted schema and
@@ -17,14 +17,15 @@ CHUNK_ROWS = 50_000
 """Rows per fetch and per row group: a few tens of MB of Python values at most."""
 
 
-def write_batches(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> int:
-    """Write each batch, with `schema`'s names and types, as one row group of `path`; return the rows.
+def write_batches(sink: Any, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> int:
+    """Write each batch, with `schema`'s names and types, as one row group of `sink` (a path or an
+    output stream); return the rows.
 
     Columns are matched by position. No batches (or only empty ones) still make a valid file
     that carries the schema and no row group.
     """
     written = 0
-    with pq.ParquetWriter(path, schema) as writer:
+    with pq.ParquetWriter(sink, schema) as writer:
         for batch in batches:
             if batch.num_rows:
                 writer.write_batch(conformed(batch, schema))

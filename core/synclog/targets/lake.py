@@ -9,18 +9,18 @@ the secret best through `password_env`), or from the environment (AWS_ENDPOINT_U
 AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION); without keys,
 pyarrow's AWS default credential chain applies.
 
-Records files are written by the Spark executors, one file per (org, sync, run, batch, batch
-type), each published whole (see `lake_files.publish`); a replayed batch replaces its files and
-removes the batch's files of batch types it no longer has. Fact tables are upserted by id
-(read, replace the rows with the incoming ids, publish). Two writers upserting the same
-organisation's fact table at the same moment can lose one of the upserts: the last one wins.
+Every file is written by a Spark executor, one file per (org, sync, run, batch, batch type),
+each published whole (see `synclog.storage.files.published`); a replayed batch replaces its
+files and removes the batch's files of batch types it no longer has. Fact tables are upserted by
+id on the executors (read, replace the rows with the incoming ids, publish). Two writers
+upserting the same organisation's fact table at the same moment can lose one of the upserts:
+the last one wins.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
 import posixpath
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -33,25 +33,17 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from fsspec.implementations.arrow import ArrowFSWrapper
 from pyspark.errors import PythonException
-from pyspark.sql import DataFrame
 
-from synclog.capabilities import Capabilities, Casefold
+from synclog.capabilities import Capabilities, Casefold, Staging
 from synclog.errors import ConfigError, TargetError
-from synclog.layouts.base import arrow_schema
-from synclog.layouts.lake import FILES
-from synclog.layouts.table import ColumnType, Rows, TableSpec
+from synclog.layouts.lake import FIELD_VALUES, FILES
 from synclog.plugins.hookspecs import hookimpl
+from synclog.spark import require_reachable
+from synclog.storage.location import Location
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
-from synclog.targets.lake_files import (
-    DEFAULT_REGION,
-    GroupWriter,
-    LakeLocation,
-    PathTemplate,
-    conform,
-    groups,
-    read_parquet,
-    write_parquet,
-)
+from synclog.targets.lake_files import GroupWriter, PathTemplate
+from synclog.targets.rows import Rows
+from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
 
 CAPABILITIES = Capabilities(
@@ -60,7 +52,7 @@ CAPABILITIES = Capabilities(
     max_identifier_length=255,
     transactions=False,
     views=False,
-    staging_formats=("parquet",),
+    staging=Staging.EXECUTORS,
     layouts=("lake",),
 )
 
@@ -84,68 +76,50 @@ class LakeTarget(Target):
         for table in tables:
             _template(table)
         with _storage_errors(self.location):
-            if not self.location.s3:
+            if self.location.local:
                 self.fs.create_dir(self.location.root, recursive=True)
                 return
             bucket = self.location.root.split("/")[0]
             if self.fs.get_file_info(bucket).type == pafs.FileType.NotFound:
                 raise TargetError(f"{self.url}: the bucket {bucket!r} does not exist")
 
-    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
+    def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
+        """Write one file per template group from the executors; a group's file is replaced whole.
+
+        A table keyed inside its files (a fact table keyed by id) has each file merged with the
+        rows it held. Files of a replaced batch under batch types it no longer has are removed.
+        """
+        if scope:
+            raise ValueError(f"{table}: the lake replaces whole files by key, not a scope {dict(scope)}")
         template = _template(table)
-        with _storage_errors(self.location):
-            if set(table.replace_key) <= set(template.fields):
-                written = self._write_files(table, template, rows)
-                self._remove_stale(table, template, {path for path, _ in written})
-                return sum(count for _, count in written)
-            return self._upsert(table, template, rows)
-
-    def _write_files(self, table: TableSpec, template: PathTemplate, rows: Rows) -> list[tuple[str, int]]:
+        frame = rows.frame()
+        require_reachable(self.location, frame.sparkSession, str(self.url))
         json_columns = frozenset(c.name for c in table.columns if c.type is ColumnType.JSON)
-        writer = GroupWriter(self.location, template.text, arrow_schema(table), json_columns)
-        if isinstance(rows, DataFrame):
+        inside = () if set(table.replace_key) <= set(template.fields) else table.replace_key
+        writer = GroupWriter(self.location, template.text, table.arrow_schema(), json_columns, inside)
 
-            def write(group: pa.Table) -> pa.Table:  # Spark counts a bound method's `self` as an argument
-                return writer.write(group)
+        def write(group: pa.Table) -> pa.Table:  # Spark counts a bound method's `self` as an argument
+            return writer.write(group)
 
-            done = rows.groupBy(*template.fields).applyInArrow(write, GroupWriter.RESULT).collect()
-            return [(row["path"], row["rows"]) for row in done]
-        return [
-            (row["path"], row["rows"])
-            for group in groups(rows, template.fields)
-            for row in writer.write(group).to_pylist()
-        ]
+        with _storage_errors(self.location):
+            done = frame.groupBy(*template.fields).applyInArrow(write, GroupWriter.RESULT).collect()
+            written = {row["path"] for row in done}
+            self._remove_stale(table, template, written)
+        return sum(row["rows"] for row in done)
 
     def _remove_stale(self, table: TableSpec, template: PathTemplate, written: set[str]) -> None:
-        """Delete the older files of each written key whose other fields (batch type) differ."""
-        if set(template.fields) <= set(table.replace_key):
-            return
-        by_folder: dict[str, list[re.Pattern[str]]] = {}
+        """Delete the files a replaced key had under other values of its non-key fields (batch types).
+
+        The other names follow from the template and the fields' known values: nothing is listed.
+        """
         for path in written:
             values = template.parse(path) or {}
-            key = {name: values[name] for name in table.replace_key}
-            by_folder.setdefault(posixpath.dirname(path), []).append(template.pattern(key))
-        for folder, patterns in by_folder.items():
-            selector = pafs.FileSelector(self.location.path(folder), allow_not_found=True)
-            for info in self.fs.get_file_info(selector):
-                relative = self.location.relative(info.path)
-                if relative not in written and any(p.fullmatch(relative) for p in patterns):
-                    self.fs.delete_file(info.path)
-
-    def _upsert(self, table: TableSpec, template: PathTemplate, rows: Rows) -> int:
-        if isinstance(rows, DataFrame):
-            raise TargetError(f"{table}: the lake upserts small Arrow tables only, not Spark frames")
-        schema, key = arrow_schema(table), list(table.replace_key)
-        for group in groups(rows, template.fields):
-            path = self.location.path(template.render(group.slice(0, 1).to_pylist()[0]))
-            incoming = conform(group, schema)
-            existing = read_parquet(self.fs, path)
-            if existing is not None:
-                replaced = {tuple(r.values()) for r in incoming.select(key).to_pylist()}
-                kept = [tuple(r.values()) not in replaced for r in existing.select(key).to_pylist()]
-                incoming = pa.concat_tables([conform(existing.filter(pa.array(kept)), schema), incoming])
-            write_parquet(self.fs, path, incoming)
-        return rows.num_rows
+            for name in set(template.fields) - set(table.replace_key):
+                for other in FIELD_VALUES[name]:
+                    stale = template.render({**values, name: other})
+                    if stale not in written:
+                        with contextlib.suppress(FileNotFoundError):
+                            self.fs.delete_file(self.location.path(stale))
 
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
         """Delete whole run folders whose newest batch started before their sync's cut-off."""
@@ -210,7 +184,7 @@ class LakeTarget(Target):
         if self._duckdb is None:
             self._duckdb = duckdb.connect()
             self._duckdb.execute("SET TimeZone = 'UTC'")
-            if self.location.s3:
+            if not self.location.local:
                 self._duckdb.register_filesystem(_S3ForDuckDB(self.fs))
         return self._duckdb
 
@@ -226,7 +200,7 @@ class _S3ForDuckDB(ArrowFSWrapper):
     protocol = "s3"
 
 
-def lake_location(url: TargetURL, options: Mapping[str, Any]) -> LakeLocation:
+def lake_location(url: TargetURL, options: Mapping[str, Any]) -> Location:
     """Where `lake:///folder` or `lake+s3://bucket/prefix` points, with S3 settings resolved."""
     if url.scheme == "lake":
         if url.host:
@@ -236,18 +210,11 @@ def lake_location(url: TargetURL, options: Mapping[str, Any]) -> LakeLocation:
         folder = url.path[1:] if url.path.startswith("/") else url.path
         if not folder:
             raise ConfigError(f"{url}: name a folder, e.g. lake:///synclog-lake")
-        return LakeLocation(root=os.path.abspath(folder))
+        return Location.parse(folder, options, what=str(url))
     if not url.host:
         raise ConfigError(f"{url}: name a bucket, e.g. lake+s3://my-bucket/synclog")
-    env = os.environ.get
-    return LakeLocation(
-        root=posixpath.join(url.host, url.path.strip("/")).rstrip("/"),
-        s3=True,
-        endpoint_url=options.get("endpoint_url") or env("AWS_ENDPOINT_URL_S3") or env("AWS_ENDPOINT_URL"),
-        region=options.get("region") or env("AWS_REGION") or env("AWS_DEFAULT_REGION") or DEFAULT_REGION,
-        access_key=url.user or options.get("access_key_id") or env("AWS_ACCESS_KEY_ID"),
-        secret_key=url.password or options.get("secret_access_key") or env("AWS_SECRET_ACCESS_KEY"),
-        session_token=options.get("session_token") or env("AWS_SESSION_TOKEN"),
+    return Location.object_store(
+        "s3", url.host, url.path, options, access_key=url.user, secret_key=url.password
     )
 
 
@@ -259,7 +226,7 @@ def _template(table: TableSpec) -> PathTemplate:
 
 
 @contextmanager
-def _storage_errors(location: LakeLocation) -> Iterator[None]:
+def _storage_errors(location: Location) -> Iterator[None]:
     """Storage failures, on the driver (OSError) or an executor, as one-line TargetErrors."""
     try:
         yield

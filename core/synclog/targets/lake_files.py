@@ -1,19 +1,17 @@
-"""A lake's files: where the lake lives (folder or S3), path templates, and atomic writes.
+"""A lake's files: path templates, and the writer the Spark executors publish them with.
 
-Everything here runs on the driver and on Spark executors alike: a `LakeLocation` is plain
-data that pickles, and each process builds its own pyarrow filesystem from it.
+Everything here runs on the driver and on Spark executors alike: a `Location` is plain data
+that pickles, and each process builds its own pyarrow filesystem from it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import posixpath
 import re
 import string
-import uuid
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -21,44 +19,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-DEFAULT_REGION = "us-east-1"
-
-
-@dataclass(frozen=True)
-class LakeLocation:
-    """A local folder (absolute path), or `bucket/prefix` on S3 or an S3-compatible store."""
-
-    root: str
-    s3: bool = False
-    endpoint_url: str | None = None
-    region: str = DEFAULT_REGION
-    access_key: str | None = field(default=None, repr=False)
-    secret_key: str | None = field(default=None, repr=False)
-    session_token: str | None = field(default=None, repr=False)
-
-    def filesystem(self) -> pafs.FileSystem:
-        """A pyarrow filesystem for this lake (without keys: the AWS default credential chain)."""
-        if not self.s3:
-            return pafs.LocalFileSystem()
-        return pafs.S3FileSystem(
-            access_key=self.access_key,
-            secret_key=self.secret_key,
-            session_token=self.session_token,
-            region=self.region,
-            endpoint_override=self.endpoint_url,
-        )
-
-    def path(self, relative: str = "") -> str:
-        """`relative` (a path inside the lake) as the filesystem names it."""
-        return posixpath.join(self.root, relative) if relative else self.root
-
-    def relative(self, path: str) -> str:
-        """The inverse of `path`."""
-        return posixpath.relpath(path, self.root)
-
-    def uri(self, relative: str = "") -> str:
-        """`relative` as readers outside synclog name it: a local path, or an s3:// URL."""
-        return ("s3://" if self.s3 else "") + self.path(relative)
+from synclog.storage.files import by_name, publish
+from synclog.storage.location import Location
 
 
 @dataclass(frozen=True)
@@ -97,36 +59,6 @@ class PathTemplate:
         return posixpath.splitext(self.text)[1]
 
 
-def conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`rows` with exactly `schema`'s columns: extra ones dropped, missing ones NULL, types cast."""
-    columns = [
-        rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
-        for f in schema
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def publish(fs: pafs.FileSystem, path: str, write: Any) -> None:
-    """Make `path` appear whole: `write(stream)` fills a hidden temporary file, which is then renamed.
-
-    The temporary name (`.NAME.<uuid>.tmp`, beside the target) matches no `*.parquet` glob. On a
-    local disk the rename is rename(2); on S3 it is a server-side copy (atomic) and a delete.
-    Readers see the old file or the new one, never a part of one.
-    """
-    folder, name = posixpath.split(path)
-    if isinstance(fs, pafs.LocalFileSystem):  # object stores have no folders to make
-        fs.create_dir(folder, recursive=True)
-    temporary = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with fs.open_output_stream(temporary) as stream:
-            write(stream)
-        fs.move(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            fs.delete_file(temporary)
-        raise
-
-
 def write_parquet(fs: pafs.FileSystem, path: str, rows: pa.Table) -> None:
     """Publish `rows` as the Parquet file `path`."""
     publish(fs, path, lambda stream: pq.write_table(rows, stream))
@@ -145,28 +77,22 @@ def write_json(fs: pafs.FileSystem, path: str, rows: pa.Table, json_columns: fro
 
 def read_parquet(fs: pafs.FileSystem, path: str) -> pa.Table | None:
     """The Parquet file `path`, or None when there is none."""
-    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+    try:
+        return pq.read_table(path, filesystem=fs)
+    except FileNotFoundError:
         return None
-    return pq.read_table(path, filesystem=fs)
-
-
-def groups(rows: pa.Table, keys: tuple[str, ...]) -> Iterator[pa.Table]:
-    """`rows` split by the values of `keys` (for small tables built on the driver)."""
-    found: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for row in rows.to_pylist():
-        found.setdefault(tuple(row[k] for k in keys), []).append(row)
-    for group in found.values():
-        yield pa.Table.from_pylist(group, schema=rows.schema)
 
 
 @dataclass(frozen=True)
 class GroupWriter:
     """Writes one file per template group; Spark's `applyInArrow` calls it on the executors."""
 
-    location: LakeLocation
+    location: Location
     template: str
     schema: pa.Schema
     json_columns: frozenset[str] = frozenset()
+    upsert_key: tuple[str, ...] = ()
+    """Columns keying rows inside a file: a group is merged with the rows its file held."""
 
     RESULT = "path string, rows bigint"
     """The Spark schema of what a call returns: the file written and its row count."""
@@ -176,12 +102,24 @@ class GroupWriter:
         template = PathTemplate(self.template)
         relative = template.render(rows.slice(0, 1).to_pylist()[0])
         fs = self.location.filesystem()
-        stored = conform(rows, self.schema)
+        stored = by_name(rows, self.schema)
+        if self.upsert_key:
+            stored = _upsert(read_parquet(fs, self.location.path(relative)), stored, self.upsert_key)
         if template.suffix == ".json":
             write_json(fs, self.location.path(relative), stored, self.json_columns)
         else:
             write_parquet(fs, self.location.path(relative), stored)
         return pa.table({"path": [relative], "rows": [rows.num_rows]})
+
+
+def _upsert(existing: pa.Table | None, incoming: pa.Table, key: tuple[str, ...]) -> pa.Table:
+    """`existing` rows whose `key` no incoming row has, then the incoming rows."""
+    if existing is None:
+        return incoming
+    existing = by_name(existing, incoming.schema)
+    replaced = {tuple(r.values()) for r in incoming.select(list(key)).to_pylist()}
+    kept = [tuple(r.values()) not in replaced for r in existing.select(list(key)).to_pylist()]
+    return pa.concat_tables([existing.filter(pa.array(kept, pa.bool_())), incoming])
 
 
 def _plain(value: Any) -> Any:

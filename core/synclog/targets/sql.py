@@ -1,33 +1,60 @@
-"""Shared SQL for targets reached through a DB-API connection: DDL, migrations, retention."""
+"""Targets spoken to in SQL: DDL, migrations, the one load protocol, read-back and retention.
+
+Every load is the same protocol, written once here:
+
+1. a staging relation is created (`create_stage`);
+2. the rows reach it in bulk (`load_files` from a manifest of Parquet files the core staged
+   under `storage`, or `load_frame` from the executors, as `capabilities.staging` says);
+3. one atomic swap replaces the rows the load carries: a DELETE of the replaced keys (or of
+   the whole scope) and an INSERT from the stage in one transaction, or one MERGE where the
+   warehouse has no transactions (`capabilities.transactions`, `capabilities.merge`);
+4. the stage is dropped (`drop_stage`), also when a step failed.
+
+A plugin gives its connection (`execute`, `fetch`, `transaction`, `result_batches`), its type
+names, and the steps where its warehouse differs: how staged files or a frame become the stage,
+how a staged column becomes a stored one (`staged_value_sql`), a statement that makes swaps
+into one table take turns (`lock_sql`), partitions to drop or expire.
+"""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+import math
+import uuid
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
-from synclog.layouts.base import arrow_schema
-from synclog.layouts.table import Column, ColumnType, TableSpec
+from synclog.capabilities import Staging
+from synclog.errors import ConfigError
 from synclog.naming import Relation
+from synclog.storage.files import published, read_frame, remove
+from synclog.storage.manifest import Manifest, StoredFile
+from synclog.targets import export
 from synclog.targets.base import Cutoffs, Target
+from synclog.targets.rows import Rows
+from synclog.targets.tables import Column, ColumnType, TableSpec
 
 VERSIONS_TABLE = "synclog_versions"
 """Per schema: which columns each framework table gained, and when (additive migrations)."""
+STAGE_PREFIX = "_synclog_stage_"
+"""Staging relations are named so; nothing else of the warehouse is."""
+_DELETE_MARK = "_synclog_delete"
+
+Statement = tuple[str, Sequence[Any]]
 
 
 class SqlTarget(Target):
     """A warehouse spoken to in SQL. Subclasses give types, a connection and the bulk load."""
 
     type_names: ClassVar[Mapping[ColumnType, str]]
+    """Physical types of every logical type but JSON (`capabilities.json_type`)."""
+
+    # -- the connection ----------------------------------------------------------------------
 
     @abstractmethod
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
@@ -42,11 +69,23 @@ class SqlTarget(Target):
     def transaction(self) -> Iterator[None]:
         """Everything inside commits together or not at all."""
 
-    # -- DDL ---------------------------------------------------------------------------------
+    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """A query's result in record batches: `schema`'s columns, in order (for read-backs).
+
+        Columns are matched by position and cast to `schema`'s types by the caller. This
+        default holds the whole result (`query`); targets stream it in chunks.
+        """
+        yield from self.query(sql, params).to_batches()
+
+    # -- types and DDL -----------------------------------------------------------------------
+
+    def type_name(self, type_: ColumnType) -> str:
+        """The physical type of a logical one."""
+        return self.capabilities.json_type if type_ is ColumnType.JSON else self.type_names[type_]
 
     def column_sql(self, column: Column) -> str:
         """`"name" TYPE` for a CREATE TABLE or ADD COLUMN."""
-        return f"{self.quote(column.name)} {self.type_names[column.type]}"
+        return f"{self.quote(column.name)} {self.type_name(column.type)}"
 
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
         """CREATE TABLE for a framework table (targets override to add partitioning)."""
@@ -96,9 +135,9 @@ class SqlTarget(Target):
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
         text, ts, integer = (
-            self.type_names[ColumnType.STRING],
-            self.type_names[ColumnType.TIMESTAMP],
-            self.type_names[ColumnType.INTEGER],
+            self.type_name(ColumnType.STRING),
+            self.type_name(ColumnType.TIMESTAMP),
+            self.type_name(ColumnType.INTEGER),
         )
         self.execute(
             f"CREATE TABLE IF NOT EXISTS {versions.render()} ({self.quote('table_name')} {text}, "
@@ -127,12 +166,212 @@ class SqlTarget(Target):
             self.capabilities.casefold.apply(name)
         )
 
-    # -- retention and reads -----------------------------------------------------------------
+    # -- the load protocol -------------------------------------------------------------------
+
+    def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
+        spec = self.table_spec(table)
+        relation = self.relation(spec)
+        stage = self.stage_relation(relation)
+        self.create_stage(stage, spec)
+        try:
+            count = self._fill(stage, spec, rows)
+            if count or scope:
+                self.run_swap(self.swap_statements(spec, relation, stage, scope))
+            return count
+        finally:
+            self.drop_stage(stage)
+
+    def _fill(self, stage: Relation, table: TableSpec, rows: Rows) -> int:
+        if self.capabilities.staging is Staging.EXECUTORS:
+            return self.load_frame(stage, table, rows.frame())
+        folder = f"staging/{stage.name}"
+        try:
+            manifest = rows.stage(self.storage, folder, self.stage_schema(table))
+            return self.load_files(stage, table, manifest) if manifest.files else 0
+        finally:
+            remove(self.storage, folder)
+
+    def stage_relation(self, relation: Relation) -> Relation:
+        """A fresh name for the staging relation of one load into `relation`."""
+        return relation.with_name(f"{STAGE_PREFIX}{uuid.uuid4().hex[:16]}")
+
+    def stage_type(self, column: Column) -> str:
+        """The physical type of `column` in the stage (the stored type by default)."""
+        return self.type_name(column.type)
+
+    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+        """Create the empty staging relation of a load of `table`."""
+        columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
+        self.execute(f"CREATE TABLE {stage.render()} ({columns})")
+
+    def stage_schema(self, table: TableSpec) -> pa.Schema:
+        """The Arrow schema of the Parquet files staged for `table` (`Staging.FILES`)."""
+        return table.arrow_schema()
+
+    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
+        """Fill `stage` from the Parquet files of `manifest` in bulk; return the rows loaded."""
+        raise NotImplementedError(f"{type(self).__name__} stages files but has no load_files")
+
+    def load_frame(self, stage: Relation, table: TableSpec, frame: DataFrame) -> int:
+        """Fill `stage` from the executors in bulk; return the rows loaded (`Staging.EXECUTORS`)."""
+        raise NotImplementedError(f"{type(self).__name__} loads from the executors but has no load_frame")
+
+    def drop_stage(self, stage: Relation) -> None:
+        """Drop the staging relation (it may not exist: the load failed before creating it)."""
+        self.execute(f"DROP TABLE IF EXISTS {stage.render()}")
+
+    def staged_value_sql(self, column: Column) -> str:
+        """How a staged column becomes the stored value (a JSON parse where the stage holds text)."""
+        return self.quote(column.name)
+
+    def lock_statement(self, relation: Relation) -> Statement | None:
+        """A statement, run first in a swap's transaction, that makes swaps into `relation` take turns."""
+        return None
+
+    def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
+        """DELETE the rows of `target` whose `key` columns match a row of `staged`."""
+        cols = ", ".join(self.quote(k) for k in key)
+        return f"DELETE FROM {target} WHERE ({cols}) IN (SELECT DISTINCT {cols} FROM {staged})"
+
+    def swap_statements(
+        self, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
+    ) -> list[Statement]:
+        """The statements that replace, atomically, what the staged rows replace."""
+        target, staged = relation.render(), stage.render()
+        columns = ", ".join(self.quote(c) for c in table.column_names())
+        values = ", ".join(self.staged_value_sql(c) for c in table.columns)
+        p = self.placeholder
+        if self.capabilities.transactions:
+            if scope:
+                where = " AND ".join(f"{self.quote(name)} = {p}" for name in scope)
+                delete: Statement = (f"DELETE FROM {target} WHERE {where}", list(scope.values()))
+            else:
+                delete = (self.delete_keys_sql(target, staged, table.replace_key), ())
+            lock = self.lock_statement(relation)
+            insert = (f"INSERT INTO {target} ({columns}) SELECT {values} FROM {staged}", ())
+            return [*([lock] if lock else []), delete, insert]
+        if self.capabilities.merge:
+            return [self._merge(table, target, staged, scope)]
+        raise ConfigError(f"{type(self).__name__} has neither transactions nor MERGE: it cannot replace rows")
+
+    def _merge(
+        self, table: TableSpec, target: str, staged: str, scope: Mapping[str, Any] | None
+    ) -> Statement:
+        """One MERGE: the staged rows are inserted; a marker row per replaced key deletes the old rows."""
+        keys = list(scope) if scope else list(table.replace_key)
+        quoted = {c.name: self.quote(c.name) for c in table.columns}
+        mark = self.quote(_DELETE_MARK)
+        rows = ", ".join(self.staged_value_sql(c) for c in table.columns)
+        types = {c.name: self.type_name(c.type) for c in table.columns}
+        if scope:
+            params: list[Any] = list(scope.values())
+            marker_values = [f"CAST({self.placeholder} AS {types[k]}) AS {quoted[k]}" for k in keys]
+            markers = f"SELECT {', '.join(marker_values)}"
+        else:
+            params = []
+            markers = f"SELECT DISTINCT {', '.join(quoted[k] for k in keys)} FROM {staged}"
+        nulls = ", ".join(
+            quoted[c.name] if c.name in keys else f"CAST(NULL AS {types[c.name]}) AS {quoted[c.name]}"
+            for c in table.columns
+        )
+        source = (
+            f"SELECT {rows}, FALSE AS {mark} FROM {staged} "
+            f"UNION ALL SELECT {nulls}, TRUE AS {mark} FROM ({markers}) AS m"
+        )
+        on = " AND ".join(f"t.{quoted[k]} = s.{quoted[k]}" for k in keys)
+        columns = ", ".join(quoted.values())
+        inserted = ", ".join(f"s.{q}" for q in quoted.values())
+        sql = (
+            f"MERGE INTO {target} AS t USING ({source}) AS s ON {on} AND s.{mark} "
+            f"WHEN MATCHED THEN DELETE "
+            f"WHEN NOT MATCHED AND NOT s.{mark} THEN INSERT ({columns}) VALUES ({inserted})"
+        )
+        return sql, params
+
+    def run_swap(self, statements: Sequence[Statement]) -> None:
+        """Run the swap's statements so that they commit together."""
+        with self.transaction():
+            for sql, params in statements:
+                self.execute(sql, params)
+
+    # -- read-back ---------------------------------------------------------------------------
+
+    @contextmanager
+    def read_rows(self, table: TableSpec, sync_id: int, spark: SparkSession) -> Iterator[DataFrame | None]:
+        relation = self.relation(table)
+        existing = self.existing_columns(relation)
+        if existing is None:
+            yield None
+            return
+        present = {name.lower() for name in existing}
+        picked = ", ".join(self._read_column(c, c.name.lower() in present) for c in table.columns)
+        sql = f"SELECT {picked} FROM {relation.render()} WHERE {self.quote('sync_id')} = {self.placeholder}"
+        folder = f"exports/{uuid.uuid4().hex}"
+        try:
+            manifest = self.export(sql, [sync_id], table.arrow_schema(), folder)
+            yield read_frame(spark, manifest, table.spark_schema())
+        finally:
+            remove(self.storage, folder)
+
+    def export(self, sql: str, params: Sequence[Any], schema: pa.Schema, folder: str) -> Manifest:
+        """Write a query's result (`schema`'s names and types) as Parquet files under `folder` in storage.
+
+        This default streams `result_batches` into one file; a warehouse with an export of its
+        own to object storage (UNLOAD, an extract job) overrides it.
+        """
+        path = f"{folder}/part-00000.parquet"
+        with published(self.storage.filesystem(), self.storage.path(path)) as stream:
+            rows = export.write_batches(stream, schema, self.result_batches(sql, params, schema))
+        return Manifest(self.storage, (StoredFile(path, rows),))
+
+    def json_text_sql(self, expression: str) -> str:
+        """SQL that turns a JSON value into its JSON text (override where a cast does not)."""
+        return f"CAST({expression} AS {self.type_name(ColumnType.STRING)})"
+
+    def _read_column(self, column: Column, present: bool) -> str:
+        source = self.quote(column.name) if present else "NULL"
+        if column.type is ColumnType.JSON:
+            value = self.json_text_sql(source)
+        else:
+            value = f"CAST({source} AS {self.type_name(column.type)})"
+        return f"{value} AS {self.quote(column.name)}"
+
+    def existing_tables(self, tables: Sequence[TableSpec]) -> list[TableSpec]:
+        return [t for t in tables if self.existing_columns(self.relation(t)) is not None]
+
+    # -- retention ---------------------------------------------------------------------------
 
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
+        """Drop or expire whole day partitions where the warehouse can, then DELETE what remains expired.
+
+        The DELETE is bounded by the time column: on a partitioned table it touches only the
+        days that straddle a cut-off or that syncs with a longer retention still keep.
+        """
         if table.time_column is None:
             return 0
-        relation, p = self.relation(table), self.placeholder
+        spec = self.table_spec(table)
+        relation = self.relation(spec)
+        oldest = min((cutoffs.default, *cutoffs.per_sync.values()))
+        removed = 0
+        if self.capabilities.partition_drop:
+            removed += self.drop_partitions(spec, relation, oldest)
+        if self.capabilities.partition_expiry and cutoffs.now is not None:
+            self.expire_partitions(spec, relation, math.ceil((cutoffs.now - oldest) / timedelta(days=1)))
+        return removed + self._delete_expired_rows(spec, relation, cutoffs)
+
+    def drop_partitions(self, table: TableSpec, relation: Relation, before: datetime) -> int:
+        """Drop the day partitions that end before `before`; return the rows they held."""
+        raise NotImplementedError(f"{type(self).__name__} declares partition_drop but has no drop_partitions")
+
+    def expire_partitions(self, table: TableSpec, relation: Relation, days: int) -> None:
+        """Let day partitions older than `days` expire by themselves."""
+        raise NotImplementedError(
+            f"{type(self).__name__} declares partition_expiry but has no expire_partitions"
+        )
+
+    def _delete_expired_rows(self, table: TableSpec, relation: Relation, cutoffs: Cutoffs) -> int:
+        assert table.time_column is not None
+        p = self.placeholder
         time, sync = self.quote(table.time_column), self.quote("sync_id")
         overridden = list(cutoffs.per_sync)
         exempt = f" AND {sync} NOT IN ({', '.join([p] * len(overridden))})" if overridden else ""
@@ -148,56 +387,3 @@ class SqlTarget(Target):
                     [sync_id, cutoff],
                 )
         return deleted
-
-    def delete_rows(self, table: TableSpec, key: Mapping[str, Any]) -> int:
-        relation, p = self.relation(table), self.placeholder
-        where = " AND ".join(f"{self.quote(name)} = {p}" for name in key)
-        with self.transaction():
-            return self.execute(f"DELETE FROM {relation.render()} WHERE {where}", list(key.values()))
-
-    @contextmanager
-    def read_rows(self, table: TableSpec, sync_id: int, spark: SparkSession) -> Iterator[DataFrame | None]:
-        relation = self.relation(table)
-        existing = self.existing_columns(relation)
-        if existing is None:
-            yield None
-            return
-        present = {name.lower() for name in existing}
-        picked = ", ".join(self._read_column(c, c.name.lower() in present) for c in table.columns)
-        sql = f"SELECT {picked} FROM {relation.render()} WHERE {self.quote('sync_id')} = {self.placeholder}"
-        folder = Path(tempfile.mkdtemp(prefix="synclog-read-", dir=self.settings.staging_dir))
-        try:
-            path = str(folder / "rows.parquet")
-            self.export_parquet(sql, [sync_id], path, arrow_schema(table))
-            yield spark.read.schema(table.spark_schema()).parquet(path)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
-        """Write a query's result, with `schema`'s names and types, to one Parquet file.
-
-        This default goes through `query()` (the whole result in driver memory); targets with
-        a bulk export (COPY TO, UNLOAD, an extract job) override it.
-        """
-        result = self.query(sql, params)
-        pq.write_table(result.rename_columns(schema.names).cast(schema), path)
-
-    def json_text_sql(self, expression: str) -> str:
-        """SQL that turns a JSON value into its JSON text (override where a cast does not)."""
-        return f"CAST({expression} AS {self.type_names[ColumnType.STRING]})"
-
-    def _read_column(self, column: Column, present: bool) -> str:
-        source = self.quote(column.name) if present else "NULL"
-        if column.type is ColumnType.JSON:
-            value = self.json_text_sql(source)
-        else:
-            value = f"CAST({source} AS {self.type_names[column.type]})"
-        return f"{value} AS {self.quote(column.name)}"
-
-    def existing_tables(self, tables: Sequence[TableSpec]) -> list[TableSpec]:
-        return [t for t in tables if self.existing_columns(self.relation(t)) is not None]
-
-    def key_match_sql(self, staged: str, key: Sequence[str]) -> str:
-        """`(k1, k2) IN (SELECT DISTINCT k1, k2 FROM staged)` for a replace-by-key DELETE."""
-        cols = ", ".join(self.quote(k) for k in key)
-        return f"({cols}) IN (SELECT DISTINCT {cols} FROM {staged})"

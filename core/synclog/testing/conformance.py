@@ -10,11 +10,13 @@ class TestMyWarehouse(TargetConformance):
 
 from __future__ import annotations
 
-import tempfile
+import os
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -26,12 +28,14 @@ from synclog.config import Config, SyncSettings, TableSettings
 from synclog.errors import InputError
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT, table_for
-from synclog.layouts.table import TableSpec
 from synclog.model import Run, RunStatus
 from synclog.plugins.manager import registry
 from synclog.spark import spark_session
+from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
+from synclog.targets.rows import Rows
 from synclog.targets.sql import VERSIONS_TABLE
+from synclog.targets.tables import TableSpec
 from synclog.testing.factories import (
     RECORD_DDL,
     REJECTION,
@@ -121,14 +125,22 @@ class TargetConformance:
         return spark_session()
 
     @pytest.fixture
-    def target(self, target_url: str) -> Iterator[Target]:
-        target = registry().open(TargetURL.parse(target_url), self.settings)
+    def storage(self, tmp_path: Path) -> Location:
+        """Fresh storage for the test: a temp folder, or a new prefix of `$SYNCLOG_TEST_STORAGE`
+        (e.g. s3://bucket/prefix, for runs on a cluster whose executors do not share this disk)."""
+        shared = os.environ.get("SYNCLOG_TEST_STORAGE")
+        if shared:
+            return Location.parse(shared).child(uuid.uuid4().hex)
+        return Location.parse(str(tmp_path / "storage"))
+
+    @pytest.fixture
+    def target(self, target_url: str, storage: Location) -> Iterator[Target]:
+        target = registry().open(TargetURL.parse(target_url), replace(self.settings, storage=storage))
         yield target
         target.close()
 
     def log(self, target: Target, spark: SparkSession, config: Config | None = None) -> SyncLog:
-        state_dir = tempfile.mkdtemp(prefix="synclog-conformance-")
-        return SyncLog(target, replace(config or Config(), state_dir=state_dir), spark)
+        return SyncLog(target, replace(config or Config(), storage=target.storage), spark)
 
     def count(self, target: Target, where: str = "1 = 1") -> int:
         log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
@@ -203,7 +215,7 @@ class TargetConformance:
         log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
         before = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
         with pytest.raises(Exception, match=FAILURE):
-            target.replace_rows(SYNC_LOG, failing_sync_log_frame(spark, run.sync_run_id))
+            target.replace_rows(SYNC_LOG, Rows.of(failing_sync_log_frame(spark, run.sync_run_id)))
         after = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
         assert len(before) == 40
         assert after == before

@@ -11,14 +11,15 @@ import json
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlparse
 
+import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
-from synclog.layouts.base import arrow_rows, arrow_schema
-from synclog.layouts.table import Column, ColumnType, TableSpec
 from synclog.targets.base import Target
+from synclog.targets.rows import Rows
+from synclog.targets.tables import Column, ColumnType, TableSpec
 
 READS = TableSpec(
     layout="probe",
@@ -78,37 +79,41 @@ def check_read_back(
 ) -> None:
     """Store `rows`, read sync 1 back: its rows in `row_groups`, every value as it was written."""
     target.ensure([READS])
-    target.replace_rows(READS, arrow_rows(READS, rows))
+    target.replace_rows(READS, Rows.local(spark, READS, rows))
     with target.read_rows(READS_WIDER, 1, spark) as frame:
         assert frame is not None
-        parquet = exported_file(frame)
+        parquet = exported_file(target)
         assert [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)] == row_groups
         exported = parquet.read()
         assert frame.count() == sum(row_groups)
-    assert exported.schema == arrow_schema(READS_WIDER)
+    assert exported.schema == READS_WIDER.arrow_schema()
     expected = [row for row in rows if row["sync_id"] == 1]
     assert sorted(map(_json_parsed, exported.to_pylist()), key=str) == sorted(
-        map(_json_parsed, arrow_rows(READS_WIDER, expected).to_pylist()), key=str
+        map(_json_parsed, pa.Table.from_pylist(expected, schema=READS_WIDER.arrow_schema()).to_pylist()),
+        key=str,
     )
 
 
 def check_empty_read_back(target: Target, spark: SparkSession) -> None:
     """A sync without rows reads back as a valid, empty file that carries the schema."""
     target.ensure([READS])
-    target.replace_rows(READS, arrow_rows(READS, [{"sync_id": 2, "row_id": "a", "seen_at": LATER}]))
+    target.replace_rows(READS, Rows.local(spark, READS, [{"sync_id": 2, "row_id": "a", "seen_at": LATER}]))
     with target.read_rows(READS, 1, spark) as frame:
         assert frame is not None
-        exported = exported_file(frame).read()
+        exported = exported_file(target).read()
         assert frame.schema == READS.spark_schema()
         assert frame.count() == 0
-    assert exported.schema == arrow_schema(READS)
+    assert exported.schema == READS.arrow_schema()
     assert exported.num_rows == 0
 
 
-def exported_file(frame: DataFrame) -> pq.ParquetFile:
-    """The one Parquet file `read_rows` exported and its frame reads."""
-    (uri,) = frame.inputFiles()
-    return pq.ParquetFile(urlparse(uri).path)
+def exported_file(target: Target) -> pq.ParquetFile:
+    """The one Parquet file the open `read_rows` exported into the target's storage."""
+    storage = target.storage
+    selector = pafs.FileSelector(storage.path("exports"), recursive=True)
+    fs = storage.filesystem()
+    (found,) = [info.path for info in fs.get_file_info(selector) if info.is_file]
+    return pq.ParquetFile(fs.open_input_file(found))
 
 
 def _json_parsed(row: dict[str, Any]) -> dict[str, Any]:

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 from google.cloud import bigquery
 from pyspark.sql import DataFrame
 
-from synclog.layouts.table import ColumnType, Rows, TableSpec
 from synclog.staging import parquet_stage
+from synclog.targets.tables import ColumnType, Rows, TableSpec
 
 _BATCH_ROWS = 65_536
 INLINE_ROWS = 1_000

@@ -16,7 +16,6 @@ CAPABILITIES = Capabilities(
     transactions=True,
     merge=True,
     partition_expiry=True,
-    staging_formats=("parquet",),
 )
 
 

@@ -25,11 +25,11 @@ from pyspark.sql import DataFrame
 from synclog.capabilities import Capabilities
 from synclog.config import DEFAULT_RETENTION_DAYS
 from synclog.errors import ConfigError, TargetError
-from synclog.layouts.table import ColumnType, Rows, TableSpec
 from synclog.naming import Relation
 from synclog.targets import export
 from synclog.targets.base import Cutoffs, TargetSettings
 from synclog.targets.sql import SqlTarget
+from synclog.targets.tables import ColumnType, Rows, TableSpec
 from synclog.urls import TargetURL
 from synclog_bigquery.connection import (
     ConnectionSettings,

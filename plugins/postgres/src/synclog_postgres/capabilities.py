@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from synclog.capabilities import Capabilities, Casefold
+from synclog.capabilities import Capabilities, Casefold, Staging
 
 CAPABILITIES = Capabilities(
     json_type="JSONB",
@@ -11,7 +11,7 @@ CAPABILITIES = Capabilities(
     transactions=True,
     merge=False,
     partition_drop=True,
-    staging_formats=("arrow",),
+    staging=Staging.EXECUTORS,
     max_json_bytes=16 * 1024 * 1024,
 )
 """jsonb holds up to 255 MiB, but a row that size exhausts a Spark task's memory long before

@@ -15,7 +15,7 @@ import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from synclog.layouts.table import ColumnType
+from synclog.targets.tables import ColumnType
 from synclog_postgres import binary
 from synclog_postgres.connection import connect, one_line
 

@@ -14,10 +14,10 @@ from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities
 from synclog.errors import TargetError
-from synclog.layouts.table import ColumnType, Rows, TableSpec
 from synclog.naming import Relation, check_name
 from synclog.targets.base import Cutoffs, TargetSettings
 from synclog.targets.sql import SqlTarget
+from synclog.targets.tables import ColumnType, Rows, TableSpec
 from synclog.urls import TargetURL
 from synclog_postgres import export, orphans, partitions
 from synclog_postgres.capabilities import CAPABILITIES

@@ -17,6 +17,5 @@ CAPABILITIES = Capabilities(
     three_part_names=True,
     transactions=True,
     merge=True,
-    staging_formats=("parquet",),
     max_json_bytes=MAX_VARIANT_BYTES - ROW_HEADROOM_BYTES,
 )

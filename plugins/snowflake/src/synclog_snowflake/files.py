@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from synclog.layouts.table import ColumnType, Rows, TableSpec
 from synclog.staging import parquet_stage
+from synclog.targets.tables import ColumnType, Rows, TableSpec
 
 
 @contextmanager

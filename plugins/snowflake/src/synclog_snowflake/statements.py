@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from synclog.errors import ConfigError
-from synclog.layouts.table import Column, ColumnType, TableSpec
 from synclog.naming import Relation
+from synclog.targets.tables import Column, ColumnType, TableSpec
 
 
 def put_sql(path: str, stage: Relation, prefix: str) -> str:

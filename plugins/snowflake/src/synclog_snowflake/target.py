@@ -13,11 +13,11 @@ import snowflake.connector
 
 from synclog.capabilities import Capabilities
 from synclog.errors import TargetError
-from synclog.layouts.table import ColumnType, Rows, TableSpec
 from synclog.naming import Relation
 from synclog.targets import export
 from synclog.targets.base import TargetSettings
 from synclog.targets.sql import SqlTarget
+from synclog.targets.tables import ColumnType, Rows, TableSpec
 from synclog.urls import TargetURL
 from synclog_snowflake.capabilities import CAPABILITIES
 from synclog_snowflake.connection import ConnectionSettings, connection_settings

@@ -1,4 +1,4 @@
-"""Warehouse-neutral table specs: columns with logical types, keys, and retention."""
+"""The tables a target holds, warehouse-neutral: columns with logical types, keys, and retention."""
 
 from __future__ import annotations
 
@@ -6,11 +6,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
 from pyspark.sql import types as T
-
-Rows = DataFrame | pa.Table
-"""What a table load takes: a Spark frame (big, stays on executors) or a small Arrow table."""
 
 
 class ColumnType(StrEnum):
@@ -27,6 +23,10 @@ class ColumnType(StrEnum):
         """The Spark type a frame carries for this column (JSON travels as text)."""
         return _SPARK[self]
 
+    def arrow(self) -> pa.DataType:
+        """The Arrow type of this column in staged files and read-backs (JSON travels as text)."""
+        return _ARROW[self]
+
 
 _SPARK: dict[ColumnType, T.DataType] = {
     ColumnType.BIGINT: T.LongType(),
@@ -35,6 +35,16 @@ _SPARK: dict[ColumnType, T.DataType] = {
     ColumnType.JSON: T.StringType(),
     ColumnType.TIMESTAMP: T.TimestampType(),
     ColumnType.BOOLEAN: T.BooleanType(),
+}
+
+
+_ARROW: dict[ColumnType, pa.DataType] = {
+    ColumnType.BIGINT: pa.int64(),
+    ColumnType.INTEGER: pa.int32(),
+    ColumnType.STRING: pa.string(),
+    ColumnType.JSON: pa.string(),
+    ColumnType.TIMESTAMP: pa.timestamp("us", tz="UTC"),
+    ColumnType.BOOLEAN: pa.bool_(),
 }
 
 
@@ -75,6 +85,10 @@ class TableSpec:
     def spark_schema(self) -> T.StructType:
         """The Spark schema of the frames loaded into this table."""
         return T.StructType([T.StructField(c.name, c.type.spark(), True) for c in self.columns])
+
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of this table's rows."""
+        return pa.schema([pa.field(c.name, c.type.arrow()) for c in self.columns])
 
     def without_run_metadata(self) -> TableSpec:
         """The same table minus the source/destination id columns."""

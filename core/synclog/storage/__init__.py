@@ -1,0 +1,1 @@
+"""Storage every Spark process reaches: the run store, the outage spool, load staging, exports."""
