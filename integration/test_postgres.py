@@ -18,7 +18,6 @@ from pyspark.sql import functions as F
 from synclog.capabilities import Casefold
 from synclog.config import Config, SyncSettings
 from synclog.errors import TargetError
-from synclog.layouts.base import arrow_rows
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
 from synclog.naming import Relation
@@ -26,6 +25,7 @@ from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets import export
 from synclog.targets.base import Target
+from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
 from synclog.testing.conformance import TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
@@ -150,7 +150,7 @@ class TestPostgres(TargetConformance):
         # socket closes first, as "server closed the connection unexpectedly".
         failed = r"loading census\.sync_log_records failed: .*(terminat|server closed the connection)"
         with pytest.raises(TargetError, match=failed):
-            target.replace_rows(SYNC_LOG, sync_log_frame(spark, run.sync_run_id, kill("id")))
+            target.replace_rows(SYNC_LOG, Rows.of(sync_log_frame(spark, run.sync_run_id, kill("id"))))
         assert self.count(target) == before
         assert stage_tables(target) == []
 
@@ -160,7 +160,10 @@ class TestPostgres(TargetConformance):
         target.execute("CREATE TABLE census.stage (LIKE census.sync_log_records)")
         target.execute("CREATE TABLE census.stage_parts (part integer PRIMARY KEY)")
         started = datetime(2026, 3, 1, 8, tzinfo=UTC)
-        rows = arrow_rows(SYNC_LOG, [{"log_id": f"l{i}", "batch_started_at": started} for i in range(4)])
+        rows = pa.Table.from_pylist(
+            [{"log_id": f"l{i}", "batch_started_at": started} for i in range(4)],
+            schema=SYNC_LOG.arrow_schema(),
+        )
         columns = ", ".join(f'"{c}"' for c in SYNC_LOG.column_names())
         time_index = SYNC_LOG.column_names().index("batch_started_at")
         types = [c.type for c in SYNC_LOG.columns]
@@ -307,14 +310,14 @@ class TestPostgres(TargetConformance):
     def test_ensure_drops_only_stages_whose_session_is_gone(self, target: Target) -> None:
         assert isinstance(target, PostgresTarget)
         target.ensure([SYNC_LOG])
-        alive, orphaned, lingering = (f"_synclog_stage_{uuid.uuid4().hex[:12]}" for _ in range(3))
+        alive, orphaned, lingering = (f"_synclog_stage_{uuid.uuid4().hex[:16]}" for _ in range(3))
         lookalikes = [
             ("census", "_synclog_stage_notes"),  # the prefix, but not a stage name
-            ("census", "_synclog_stage_0123456789ab_copy"),
-            ("census", "x_synclog_stage_0123456789ab"),
-            ("census", "_synclog_stage_0123456789AB"),
-            ("census", "xsynclogxstagex0123456789ab"),  # what an unescaped LIKE would match
-            ("public", "_synclog_stage_0123456789ab"),  # a schema this target does not manage
+            ("census", "_synclog_stage_0123456789abcdef_copy"),
+            ("census", "x_synclog_stage_0123456789abcdef"),
+            ("census", "_synclog_stage_0123456789ABCDEF"),
+            ("census", "xsynclogxstagex0123456789abcdef"),  # what an unescaped LIKE would match
+            ("public", "_synclog_stage_0123456789abcdef"),  # a schema this target does not manage
         ]
         for schema, name in lookalikes:
             target.execute(f"CREATE TABLE {Relation(schema, name, casefold=Casefold.NONE).render()} (x int)")
@@ -357,7 +360,7 @@ class TestPostgres(TargetConformance):
             return i % 2
 
         sweep = F.udf(sweep_at_100, "int", useArrow=False)
-        assert target.replace_rows(SYNC_LOG, sync_log_frame(spark, 7, sweep("id"))) == 400
+        assert target.replace_rows(SYNC_LOG, Rows.of(sync_log_frame(spark, 7, sweep("id")))) == 400
         assert target.fetch("SELECT * FROM public.seen") == [(1, 0, 0)]
         assert stage_tables(target) == []
         held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = %s"

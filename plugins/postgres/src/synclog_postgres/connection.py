@@ -8,9 +8,12 @@ from typing import Any
 import psycopg
 from psycopg.types.string import TextLoader
 
-from synclog.errors import ConfigError, TargetError
+from synclog.errors import ConfigError, outages
 from synclog.urls import TargetURL
 
+OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError, psycopg.InternalError)
+"""The server is unreachable, went away, shut down, ran out of resources or cancelled the
+statement: the write waits for `flush`. Errors in our SQL or data are not outages."""
 DEFAULT_PORT = 5432
 CONNECT_TIMEOUT_S = 10
 """Seconds to wait for the server to answer (`?connect_timeout=` overrides): an unreachable
@@ -45,16 +48,8 @@ def conninfo(url: TargetURL) -> dict[str, Any]:
 def connect(params: dict[str, Any], *, where: str) -> psycopg.Connection[Any]:
     """An autocommit connection in UTC that returns JSON as text; a one-line TargetError if not."""
     options = " ".join(filter(None, (params.get("options"), "-c TimeZone=UTC")))
-    try:
+    with outages(OUTAGES, f"cannot connect to {where}"):
         conn = psycopg.connect(**{**params, "options": options}, autocommit=True)
-    except psycopg.Error as exc:
-        raise TargetError(f"cannot connect to {where}: {one_line(exc)}") from None
     for json_type in ("json", "jsonb"):
         conn.adapters.register_loader(json_type, TextLoader)
     return conn
-
-
-def one_line(exc: BaseException) -> str:
-    """The first line of a driver error (its detail lines and any context stay out)."""
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

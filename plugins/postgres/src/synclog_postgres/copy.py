@@ -15,9 +15,10 @@ import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from synclog.errors import TargetError, first_line
 from synclog.targets.tables import ColumnType
 from synclog_postgres import binary
-from synclog_postgres.connection import connect, one_line
+from synclog_postgres.connection import OUTAGES, connect
 
 DayCounts = Counter[date | None]
 """Rows per UTC day of the time column (None: rows without a time, or a table without one)."""
@@ -27,7 +28,9 @@ SUMMARY_SCHEMA = pa.schema([pa.field("day", pa.date32()), pa.field("rows", pa.in
 SUMMARY_DDL = "day date, rows long"
 
 FAILURE_MARK = "synclog-postgres COPY failed:"
-"""Starts the message of a failed executor COPY, so the driver can report it in one line."""
+"""Starts the message of an executor COPY the server failed (an outage), so the driver can report it."""
+REFUSED_MARK = "synclog-postgres COPY refused:"
+"""Starts the message of an executor COPY whose rows the server refused (bad data, not an outage)."""
 
 
 def copy_sql(stage: str, columns: str) -> str:
@@ -106,8 +109,10 @@ def stage_task(
                     days = Counter()
                     for batch in batches:
                         days.update(day_counts(batch, time_index))
-        except psycopg.Error as exc:
-            raise RuntimeError(f"{FAILURE_MARK} {one_line(exc)}") from None
+        except (*OUTAGES, TargetError) as exc:
+            raise RuntimeError(f"{FAILURE_MARK} {first_line(exc)}") from None
+        except psycopg.DataError as exc:
+            raise RuntimeError(f"{REFUSED_MARK} {first_line(exc)}") from None
         yield summary(days)
 
     return run

@@ -1,7 +1,7 @@
 """Staging tables a killed driver left behind, found and dropped by the next run.
 
 The lock protocol: a load takes a session-level advisory lock keyed on its stage's name
-(`lock_sql`, `stage_key`) before it creates `_synclog_stage_<12 hex>` and its `_parts`
+(`lock_sql`, `stage_key`) before it creates `_synclog_stage_<16 hex>` and its `_parts`
 ledger, and releases it after dropping them. The lock lives exactly as long as the loading
 session, so a stage whose lock can be taken belongs to a session that is gone: `sweep` (run
 by every `ensure()`) takes each such lock with `pg_try_advisory_lock`, drops the stage and
@@ -21,16 +21,15 @@ from typing import Any
 import psycopg
 
 from synclog.naming import Relation
+from synclog.targets.sql import STAGE_PREFIX
 
-STAGE_PREFIX = "_synclog_stage_"
-STAGE_PATTERN = re.compile(rf"^{STAGE_PREFIX}[0-9a-f]{{12}}(_parts)?$")
-"""A stage table or its ledger, as `PostgresTarget._load_frame` names them; nothing else."""
+LEDGER = "_parts"
+STAGE_PATTERN = re.compile(rf"^{STAGE_PREFIX}[0-9a-f]{{16}}({LEDGER})?$")
+"""A stage table or its ledger, as the core and `PostgresTarget.create_stage` name them; nothing else."""
 LOCK_CLASS = 0x5359_4E43
 """The first key of every stage lock ("SYNC")."""
 DROP_LOCK_TIMEOUT = "1s"
 """How long a sweep's DROP waits for a session that still has the stage open."""
-
-_LEDGER = "_parts"
 
 
 def stage_key(stage: Relation) -> list[Any]:
@@ -50,7 +49,7 @@ def find(connection: psycopg.Connection[Any], schemas: Iterable[str]) -> list[Re
         "WHERE n.nspname = ANY(%s) AND c.relkind = 'r' AND c.relname ~ %s",
         [sorted(set(schemas)), STAGE_PATTERN.pattern],
     ).fetchall()
-    stages = {Relation(schema=schema, name=name.removesuffix(_LEDGER)) for schema, name in rows}
+    stages = {Relation(schema=schema, name=name.removesuffix(LEDGER)) for schema, name in rows}
     return sorted(stages, key=str)
 
 
@@ -64,7 +63,7 @@ def sweep(connection: psycopg.Connection[Any], schemas: Iterable[str]) -> list[R
     for stage in find(connection, schemas):
         if not try_lock(connection, stage):
             continue
-        ledger = stage.with_name(stage.name + _LEDGER)
+        ledger = stage.with_name(stage.name + LEDGER)
         try:
             with connection.transaction():
                 connection.execute("SELECT set_config('lock_timeout', %s, true)", [DROP_LOCK_TIMEOUT])

@@ -1,38 +1,30 @@
-"""The PostgreSQL target: COPY from the executors into a staging table, then one transaction."""
+"""The PostgreSQL target: COPY from the executors into a staging table, then the core's swap."""
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, ClassVar
 
-import psycopg
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities
-from synclog.errors import TargetError
+from synclog.errors import InputError, TargetError, outages
 from synclog.naming import Relation, check_name
-from synclog.targets.base import Cutoffs, TargetSettings
-from synclog.targets.sql import SqlTarget
-from synclog.targets.tables import ColumnType, Rows, TableSpec
+from synclog.targets import export
+from synclog.targets.base import TargetSettings
+from synclog.targets.sql import SqlTarget, Statement
+from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
-from synclog_postgres import export, orphans, partitions
+from synclog_postgres import orphans, partitions
 from synclog_postgres.capabilities import CAPABILITIES
-from synclog_postgres.connection import connect, conninfo, one_line
-from synclog_postgres.copy import (
-    FAILURE_MARK,
-    SUMMARY_DDL,
-    DayCounts,
-    copy_batches,
-    copy_sql,
-    day_counts,
-    stage_task,
-)
+from synclog_postgres.connection import OUTAGES, connect, conninfo
+from synclog_postgres.copy import FAILURE_MARK, REFUSED_MARK, SUMMARY_DDL, DayCounts, stage_task
 
-_STAGE_PREFIX = orphans.STAGE_PREFIX
+_CURSOR = "synclog_export"
 
 
 class PostgresTarget(SqlTarget):
@@ -44,7 +36,6 @@ class PostgresTarget(SqlTarget):
         ColumnType.BIGINT: "BIGINT",
         ColumnType.INTEGER: "INTEGER",
         ColumnType.STRING: "TEXT",
-        ColumnType.JSON: "JSONB",
         ColumnType.TIMESTAMP: "TIMESTAMPTZ",
         ColumnType.BOOLEAN: "BOOLEAN",
     }
@@ -56,12 +47,8 @@ class PostgresTarget(SqlTarget):
 
     # -- statements ----------------------------------------------------------------------------
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise TargetError(f"{self.url}: {one_line(exc)}") from None
+    def _errors(self) -> Any:
+        return outages(OUTAGES, str(self.url))
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         with self._errors():
@@ -79,10 +66,17 @@ class PostgresTarget(SqlTarget):
         columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
         return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
 
-    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
-        """Stream the result through a server-side cursor, one Parquet row group per chunk."""
-        with self._errors():
-            export.write_parquet(self.connection, sql, params, path, schema)
+    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """Stream the result through a server-side cursor, `export.CHUNK_ROWS` rows at a time."""
+        chunk = export.CHUNK_ROWS
+        with (
+            self._errors(),
+            self.connection.transaction(),  # a cursor without HOLD lives inside a transaction
+            self.connection.cursor(name=_CURSOR) as cursor,
+        ):
+            cursor.execute(sql, list(params) or None)
+            for rows in iter(lambda: cursor.fetchmany(chunk), []):
+                yield export.rows_batch(rows, schema)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -113,7 +107,7 @@ class PostgresTarget(SqlTarget):
                 what="index",
                 max_length=CAPABILITIES.max_identifier_length,
             )
-            keys = self._keys(given)
+            keys = ", ".join(self.quote(k) for k in given.replace_key)
             self.execute(f"CREATE INDEX IF NOT EXISTS {self.quote(index)} ON {relation.render()} ({keys})")
         with self._errors():
             orphans.sweep(self.connection, {self.relation(self.table_spec(t)).parts[-2] for t in tables})
@@ -141,118 +135,85 @@ class PostgresTarget(SqlTarget):
         for day in sorted(d for d in days if d is not None and d not in have):
             self.execute(partitions.create_sql(relation, partitions.partition(relation, day)))
 
-    # -- loading -------------------------------------------------------------------------------
+    # -- the load: an UNLOGGED stage filled by the executors' COPY -----------------------------
 
-    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
-        spec = self.table_spec(table)
-        relation = self.relation(spec)
-        if isinstance(rows, DataFrame):
-            return self._load_frame(spec, relation, rows)
-        return self._load_arrow(spec, relation, rows.select(spec.column_names()))
+    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+        """An UNLOGGED copy of the table's columns and its ledger, under the stage's lock (see orphans)."""
+        self.fetch(orphans.lock_sql("pg_advisory_lock"), orphans.stage_key(stage))
+        self.execute(f"CREATE UNLOGGED TABLE {stage.render()} (LIKE {self.relation(table).render()})")
+        self.execute(f"CREATE UNLOGGED TABLE {_ledger(stage).render()} (part integer PRIMARY KEY)")
 
-    def _time_index(self, table: TableSpec) -> int | None:
-        return None if table.time_column is None else table.column_names().index(table.time_column)
+    def drop_stage(self, stage: Relation) -> None:
+        self.execute(f"DROP TABLE IF EXISTS {stage.render()}, {_ledger(stage).render()}")
+        self.fetch(orphans.lock_sql("pg_advisory_unlock"), orphans.stage_key(stage))
 
-    def _keys(self, table: TableSpec) -> str:
-        return ", ".join(self.quote(k) for k in table.replace_key)
+    def load_frame(self, stage: Relation, table: TableSpec, frame: DataFrame) -> int:
+        """COPY each Spark partition into the stage from its executor; create the days it needs.
 
-    def _columns(self, table: TableSpec) -> str:
-        return ", ".join(self.quote(c) for c in table.column_names())
-
-    def _load_arrow(self, table: TableSpec, relation: Relation, rows: pa.Table) -> int:
-        """A small table from the driver: COPY into a temp table and move, all in one transaction."""
-        self._ensure_partitions(table, relation, day_counts(rows, self._time_index(table)))
-        stage = Relation(schema="pg_temp", name=_STAGE_PREFIX + "arrow")
-        with self.transaction():
-            self.execute(f"CREATE TEMP TABLE {stage.render()} (LIKE {relation.render()}) ON COMMIT DROP")
-            copy_batches(
-                self.connection.cursor(),
-                copy_sql(stage.render(), self._columns(table)),
-                rows.to_batches(max_chunksize=10_000),
-                [c.type for c in table.columns],
-                None,
-            )
-            return self._move(table, relation, stage)
-
-    def _load_frame(self, table: TableSpec, relation: Relation, frame: DataFrame) -> int:
-        """COPY each Spark partition into an UNLOGGED staging table from its executor, then move.
-
-        Only a per-day row count comes back to the driver. A failure anywhere before the
-        move's commit leaves the target as it was; the staging tables are dropped either way.
+        Only a per-day row count comes back to the driver. Each partition commits once (its
+        ledger row), so a retried task copies nothing twice.
         """
-        stage = relation.with_name(_STAGE_PREFIX + uuid.uuid4().hex[:12])
-        ledger = stage.with_name(stage.name + "_parts")
-        self.fetch(orphans.lock_sql("pg_advisory_lock"), orphans.stage_key(stage))  # see orphans
-        self.execute(f"CREATE UNLOGGED TABLE {stage.render()} (LIKE {relation.render()})")
+        relation = self.relation(table)
+        time_index = None if table.time_column is None else table.column_names().index(table.time_column)
+        columns = ", ".join(self.quote(c) for c in table.column_names())
+        task = stage_task(
+            self.params,
+            stage.render(),
+            _ledger(stage).render(),
+            columns,
+            [c.type for c in table.columns],
+            time_index,
+        )
+        days: DayCounts = Counter()
         try:
-            self.execute(f"CREATE UNLOGGED TABLE {ledger.render()} (part integer PRIMARY KEY)")
-            task = stage_task(
-                self.params,
-                stage.render(),
-                ledger.render(),
-                self._columns(table),
-                [c.type for c in table.columns],
-                self._time_index(table),
-            )
-            days: DayCounts = Counter()
-            try:
-                for row in frame.select(*table.column_names()).mapInArrow(task, SUMMARY_DDL).collect():
-                    days[row["day"]] += row["rows"]
-            except Exception as exc:
-                _raise_copy_failure(exc, relation)
-                raise
-            self._ensure_partitions(table, relation, days)
-            with self.transaction():
-                # A small sample is enough for the planner to probe the replace-key index.
-                self.execute("SET LOCAL default_statistics_target = 10")
-                self.execute(f"ANALYZE {stage.render()} ({self._keys(table)})")
-                return self._move(table, relation, stage)
-        finally:
-            self.execute(f"DROP TABLE IF EXISTS {stage.render()}, {ledger.render()}")
-            self.fetch(orphans.lock_sql("pg_advisory_unlock"), orphans.stage_key(stage))
+            for row in frame.select(*table.column_names()).mapInArrow(task, SUMMARY_DDL).collect():
+                days[row["day"]] += row["rows"]
+        except Exception as exc:
+            _raise_copy_failure(exc, relation)
+            raise
+        self._ensure_partitions(table, relation, days)
+        # A small sample is enough for the planner to probe the replace-key index.
+        keys = ", ".join(self.quote(k) for k in table.replace_key)
+        with self.transaction():
+            self.execute("SET LOCAL default_statistics_target = 10")
+            self.execute(f"ANALYZE {stage.render()} ({keys})")
+        return sum(days.values())
 
-    def _move(self, table: TableSpec, relation: Relation, stage: Relation) -> int:
-        """Inside a transaction: delete the rows the staged keys replace, insert the staged rows.
-
-        Moves into one table take turns (a transaction-scoped advisory lock), so two writers
-        replaying the same keys at once cannot both insert.
-        """
-        columns, target, staged = self._columns(table), relation.render(), stage.render()
-        self.fetch("SELECT pg_advisory_xact_lock(hashtext(%s))", [target])
-        self.execute(f"DELETE FROM {target} WHERE {self.key_match_sql(staged, table.replace_key)}")
-        count = self.execute(f"INSERT INTO {target} ({columns}) SELECT {columns} FROM {staged}")
-        self.execute(f"DROP TABLE {staged}")
-        return count
+    def lock_statement(self, relation: Relation) -> Statement:
+        """Swaps into one table take turns, so two writers replaying the same keys cannot both insert."""
+        return "SELECT pg_advisory_xact_lock(hashtext(%s))", [relation.render()]
 
     # -- retention -----------------------------------------------------------------------------
 
-    def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
-        """Drop whole day partitions older than every cut-off; DELETE only what remains expired.
+    def drop_partitions(self, table: TableSpec, relation: Relation, before: datetime) -> int:
+        """Detach and drop each day partition that ends before `before`; return the rows they held."""
+        dropped = 0
+        for part in self._partitions(relation):
+            if part.end > before:
+                continue
+            name = part.relation.render()
+            with self.transaction():
+                self.execute(f"ALTER TABLE {relation.render()} DETACH PARTITION {name}")
+                (count,) = self.fetch(f"SELECT count(*) FROM {name}")[0]
+                self.execute(f"DROP TABLE {name}")
+            dropped += int(count)
+        return dropped
 
-        The bounded DELETE touches the day that straddles a cut-off and the days that syncs
-        with a longer retention still keep (partition pruning skips every other day).
-        """
-        if table.time_column is None:
-            return 0
-        relation = self.relation(self.table_spec(table))
-        floor = min((cutoffs.default, *cutoffs.per_sync.values()))
-        dropped = sum(self._drop(relation, p) for p in self._partitions(relation) if p.end <= floor)
-        return dropped + super().delete_expired(table, cutoffs)
 
-    def _drop(self, relation: Relation, part: partitions.Partition) -> int:
-        """Detach and drop one day partition; return how many rows it held."""
-        name = part.relation.render()
-        with self.transaction():
-            self.execute(f"ALTER TABLE {relation.render()} DETACH PARTITION {name}")
-            (count,) = self.fetch(f"SELECT count(*) FROM {name}")[0]
-            self.execute(f"DROP TABLE {name}")
-        return int(count)
+def _ledger(stage: Relation) -> Relation:
+    """The table that records which Spark partitions committed their COPY into `stage`."""
+    return stage.with_name(stage.name + orphans.LEDGER)
 
 
 def _raise_copy_failure(exc: Exception, relation: Relation) -> None:
-    """Turn an executor's failed COPY (buried in a Spark error) into one line."""
+    """Turn an executor's failed COPY (buried in a Spark error) into one line: an outage
+    (TargetError), or rows the server refused (InputError)."""
     text = str(exc)
-    at = text.find(FAILURE_MARK)
-    if at >= 0:
-        detail = text[at + len(FAILURE_MARK) :].strip().splitlines()[0]
-        raise TargetError(f"loading {relation} failed: {detail}") from None
+    for mark, error, verb in (
+        (FAILURE_MARK, TargetError, "failed"),
+        (REFUSED_MARK, InputError, "was refused"),
+    ):
+        at = text.find(mark)
+        if at >= 0:
+            detail = text[at + len(mark) :].strip().splitlines()[0]
+            raise error(f"loading {relation} {verb}: {detail}") from None
