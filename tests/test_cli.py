@@ -13,7 +13,7 @@ import duckdb
 import pytest
 from pyspark.sql import SparkSession
 
-from synclog.cli.main import main
+from synclog.cli.main import describe, main
 from synclog.testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
 
 SEED_NAMES = {
@@ -64,6 +64,29 @@ def test_bad_usage_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -
     assert message in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) <= 2  # argparse's usage line, then the error
+
+
+def test_an_unexpected_error_is_one_line() -> None:
+    """An error synclog did not anticipate (a bug, a Spark task's error) is one line, never a traceback."""
+    task_failed = RuntimeError(
+        "\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/worker.py", line 1, in main\n'
+        '    raise ValueError("bad value 7")\n'
+        "ValueError: bad value 7\n\nJVM stacktrace:\norg.apache.spark.SparkException: Job aborted\n"
+        "\tat org.apache.spark.Some.method(Some.scala:1)"
+    )
+    assert describe(task_failed) == "a Spark task failed: ValueError: bad value 7"
+    assert describe(KeyError("x")) == "KeyError: 'x'"
+
+
+def test_a_bad_storage_setting_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "synclog.toml"
+    config.write_text('state_dir = ".synclog/runs"\n')
+    done = run_cli("--config", str(config), "cleanup")
+    assert done.returncode == 2
+    assert "state_dir was replaced by storage" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_records_where_nothing_was_logged_is_one_line(tmp_path: Path) -> None:

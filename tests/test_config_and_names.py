@@ -59,6 +59,13 @@ tables = { sync_log = { retention_days = 90 } }
         ("[syncs.abc]\nretention_days = 3", "sync ids are integers"),
         ("[targets.x]\npassword_env = 'A'", "url is required"),
         ("[defaults\n", "synclog.toml"),
+        ('state_dir = "/tmp/x"', "state_dir was replaced by storage"),
+        ('[targets.x]\nurl = "duckdb:///x"\nstaging_dir = "/tmp"', "staging_dir was replaced by storage"),
+        ('storage = "hdfs://nn/synclog"', "hdfs:// is not supported"),
+        ('storage = "s3:///prefix"', "name a bucket"),
+        ("[storage]\nshared = true", "url is required"),
+        ('[storage]\nurl = "/x"\nshared = "yes"', "shared must be true or false"),
+        ('[storage]\nurl = "/x"\naccess_key_id = "AK"', "unknown key 'access_key_id'"),
     ],
 )
 def test_bad_config_is_one_clear_error(tmp_path: Path, text: str, message: str) -> None:
@@ -66,6 +73,32 @@ def test_bad_config_is_one_clear_error(tmp_path: Path, text: str, message: str) 
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         Config.load(path)
+
+
+def test_storage_is_one_location_for_every_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AK")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cret")
+    default = Config().storage
+    assert (default.uri(), default.reaches_every_node) == (str(tmp_path / ".synclog"), False)
+    on_s3 = Config.from_dict({"storage": "s3://bucket/synclog/"}).storage
+    assert (on_s3.uri("runs"), on_s3.access_key, on_s3.reaches_every_node) == (
+        "s3://bucket/synclog/runs",
+        "AK",
+        True,
+    )
+    assert "s3cret" not in repr(on_s3) + str(on_s3)
+    shared = Config.from_dict({"storage": {"url": "/mnt/nfs/synclog", "shared": True}}).storage
+    assert (shared.uri(), shared.reaches_every_node) == ("/mnt/nfs/synclog", True)
+    volume = Config.from_dict({"storage": "/Volumes/main/logs/synclog"}).storage
+    assert volume.reaches_every_node, "a Databricks volume is mounted on every node"
+    endpoint = {"url": "s3://b/p", "endpoint_url": "http://127.0.0.1:9000", "region": "eu-west-1"}
+    custom = Config.from_dict({"storage": endpoint}).storage
+    assert (custom.endpoint_url, custom.region) == ("http://127.0.0.1:9000", "eu-west-1")
+    _, settings = Config.from_dict({"storage": "s3://bucket/synclog"}).resolve_target("duckdb:///x.duckdb")
+    assert settings.storage == on_s3, "targets stage their loads in the configured storage"
 
 
 def test_unknown_target_name() -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from synclog.errors import InputError, SynclogError, TargetError
+from synclog.errors import SynclogError, TargetError, first_line
 
 USAGE_ERROR = 2
 TARGET_FAILURE = 1
+DEBUG_ENV = "SYNCLOG_DEBUG"
+"""Set to 1 to see the traceback of an unexpected error instead of its one line."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,13 +43,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except (InputError, SynclogError) as exc:
+    except SynclogError as exc:
         code = TARGET_FAILURE if isinstance(exc, TargetError) else USAGE_ERROR
-        print(f"synclog: error: {exc}", file=sys.stderr)
+        print(f"synclog: error: {first_line(exc)}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
         print("synclog: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        print(f"synclog: error: {describe(exc)} (set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        return TARGET_FAILURE
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an unexpected error: its type and first line, or for an error a Spark task
+    raised, the task's own last line (`ValueError: …`) without the Python and JVM stack traces."""
+    lines = str(exc).strip().splitlines()
+    if "Traceback (most recent call last)" in str(exc):
+        before_jvm = lines[
+            : next((i for i, line in enumerate(lines) if line.startswith("JVM stacktrace")), None)
+        ]
+        raised = [line.strip() for line in before_jvm if line.strip() and not line.startswith(" ")]
+        if raised:
+            return f"a Spark task failed: {raised[-1]}"
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 if __name__ == "__main__":
