@@ -52,6 +52,7 @@ from synclog.records import VIOLATION
 from synclog.spark import spark_session
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
+from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
 from synclog.testing.factories import REJECTION, make_run
 from synclog.urls import TargetURL
@@ -355,7 +356,7 @@ def load_methods(spark: SparkSession, pg: PostgresServer, folder: Path) -> list[
     frame = spark.read.parquet(str(sync_log_dir))
     warm = open_target(pg, "bench_warmup")
     warm.ensure([SYNC_LOG])
-    warm.replace_rows(SYNC_LOG, frame.limit(20_000))  # JIT, Python workers, connections
+    warm.replace_rows(SYNC_LOG, Rows.of(frame.limit(20_000)))  # JIT, Python workers, connections
     warm.close()
     arrow = arrow_table(sync_log_dir)
     prepared: list[tuple[Any, ...]] = []
@@ -378,12 +379,12 @@ def load_methods(spark: SparkSession, pg: PostgresServer, folder: Path) -> list[
 
     def load_run() -> None:
         (target,) = targets
-        target.replace_rows(SYNC_LOG, spark.read.parquet(str(sync_log_dir)))
+        target.replace_rows(SYNC_LOG, Rows.of(spark.read.parquet(str(sync_log_dir))))
         target.close()
 
     def write_run_setup() -> None:
         fresh_schema(pg, "bench_e2e")
-        shutil.rmtree(folder / "state", ignore_errors=True)
+        shutil.rmtree(folder / "storage", ignore_errors=True)
 
     def write_run() -> None:
         config = replace(Config(), storage=Location.parse(str(folder / "storage")))
