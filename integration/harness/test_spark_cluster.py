@@ -215,19 +215,25 @@ def test_executors_do_not_share_the_drivers_tmp() -> None:
     assert cluster.worker_processes() == {}
 
 
-def test_standalone_stops_executors_when_body_raises() -> None:
+def test_standalone_stops_executors_when_body_raises(tmp_path: Path) -> None:
     driver: subprocess.Popen[str] | None = None
+    driver_log = tmp_path / "driver.log"
     try:
-        with pytest.raises(RuntimeError, match="boom"), spark_standalone() as cluster:
+        with (
+            pytest.raises(RuntimeError, match="boom"),
+            spark_standalone() as cluster,
+            driver_log.open("w") as stderr,
+        ):
             driver = subprocess.Popen(
                 [sys.executable, "-c", _HOLDING_DRIVER, json.dumps(cluster.driver_conf)],
                 env=subprocess_env(cluster.driver_env),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
+                stderr=stderr,
                 text=True,
             )
-            assert _read_line(driver, _DRIVER_TIMEOUT_S) == "ready"
+            ready = _read_line(driver, _DRIVER_TIMEOUT_S)
+            assert ready == "ready", driver_log.read_text()[-4000:]
             running = cluster.worker_processes()
             master_port = int(cluster.master_url.rsplit(":", 1)[1])
             raise RuntimeError("boom")
