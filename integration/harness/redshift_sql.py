@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import exp, transforms
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.dialects.redshift import Redshift
 from sqlglot.errors import SqlglotError
@@ -190,10 +190,28 @@ def _skip_parenthesised(tokens: list[Token], i: int) -> int:
 
 
 def _to_postgres(statement: exp.Expression) -> str:
+    statement = _qualify_keeps_its_order(statement)
     _name_select_items(statement)
     statement = _rewrite_navigation(statement)
     statement = statement.transform(_rewrite_node)
     return statement.sql(dialect=_Postgres)
+
+
+def _qualify_keeps_its_order(statement: exp.Expression) -> exp.Expression:
+    """QUALIFY becomes a subquery (sqlglot); keep an ORDER BY of output names on the outer query."""
+    for select in list(statement.find_all(exp.Select)):
+        order = select.args.get("order")
+        if not (select.args.get("qualify") and order):
+            continue
+        if not all(isinstance(o.this, exp.Column) and not o.this.table for o in order.expressions):
+            continue
+        select.set("order", None)
+        outer = transforms.eliminate_qualify(select.copy())
+        outer.set("order", order)
+        if select is statement:
+            return outer
+        select.replace(outer)
+    return statement
 
 
 def _name_select_items(statement: exp.Expression) -> None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -276,6 +280,40 @@ def test_copy_errors_come_back_as_driver_errors(stand_in: RedshiftStandIn, conn:
     assert _rows(conn, "SELECT count(*) FROM copy_target") == [[0]]  # the connection still works
 
 
+_VICTIM = """
+import json, os, sys, time
+import redshift_connector
+conn = redshift_connector.connect(**json.loads(os.environ["RS_KWARGS"]))
+cursor = conn.cursor()
+cursor.execute(os.environ["RS_COPY"])
+cursor.execute("SELECT pg_backend_pid()")
+print(cursor.fetchone()[0], flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_client_killed_mid_transaction_leaves_nothing_behind(stand_in: RedshiftStandIn, conn: Any) -> None:
+    manifest = _copy_files(stand_in, "killed-client")
+    conn.cursor().execute("CREATE TABLE killed_t (id BIGINT, name VARCHAR(32), t SUPER, p SUPER)")
+    conn.commit()
+    copy = f"COPY killed_t FROM '{manifest}' IAM_ROLE '{stand_in.iam_role}' PARQUET MANIFEST SERIALIZETOJSON"
+    env = {**os.environ, "RS_KWARGS": json.dumps(stand_in.connect_kwargs()), "RS_COPY": copy}
+    victim = subprocess.Popen([sys.executable, "-c", _VICTIM], stdout=subprocess.PIPE, env=env)
+    try:
+        assert victim.stdout is not None
+        backend_pid = int(victim.stdout.readline())
+    finally:
+        victim.kill()
+        victim.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while _rows(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (backend_pid,)) != [[0]]:
+        assert time.monotonic() < deadline, "the dead client's backend is still there"
+        conn.rollback()
+        time.sleep(0.2)
+    assert _rows(conn, "SELECT count(*) FROM killed_t") == [[0]]
+
+
 # --------------------------------------------------------------------------- UNLOAD to S3
 
 
@@ -369,4 +407,6 @@ def test_translation_keeps_placeholders_and_passes_unparseable_sql_through() -> 
     assert ddl == "CREATE TABLE t (a INT, b JSONB)"
     assert translate("VACUUM DELETE ONLY t TO 75 PERCENT") == "VACUUM DELETE ONLY t TO 75 PERCENT"
     assert translate("SELECT JSON_PARSE($1)") == "SELECT CAST($1 AS JSONB) AS json_parse"
+    qualify = "SELECT a, b AS c FROM t QUALIFY ROW_NUMBER() OVER (PARTITION BY a ORDER BY b) = 1 ORDER BY c"
+    assert translate(qualify).endswith("WHERE _w = 1 ORDER BY c")  # the order is the outer query's
     assert compact_json('{"a": [1, 2], "b": "x, y: z"}') == '{"a":[1,2],"b":"x, y: z"}'
