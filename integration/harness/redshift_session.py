@@ -247,6 +247,8 @@ class Session:
     skipping: bool = False
     statements: dict[str, CopyCommand | UnloadCommand] = field(default_factory=dict)
     portals: dict[str, _Portal] = field(default_factory=dict)
+    client_out: wire.Outbox = field(init=False)
+    backend_out: wire.Outbox = field(init=False)
 
     def run(self) -> None:
         try:

@@ -23,7 +23,6 @@ from .s3_server import s3_server
 redshift_connector = pytest.importorskip("redshift_connector")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
-psycopg = pytest.importorskip("psycopg")
 
 
 @pytest.fixture(scope="module")
@@ -384,6 +383,7 @@ def test_unloaded_files_copy_back(stand_in: RedshiftStandIn, conn: Any) -> None:
 
 def test_simple_query_protocol_is_translated_too(stand_in: RedshiftStandIn) -> None:
     """psycopg sends parameterless statements as simple Query messages; COPY/UNLOAD work there as well."""
+    psycopg = pytest.importorskip("psycopg")
     manifest = _copy_files(stand_in, "simple-query")
     dsn = f"host={stand_in.host} port={stand_in.port} dbname={stand_in.database} user={stand_in.user}"
     with psycopg.connect(dsn, sslmode="disable") as pg:
