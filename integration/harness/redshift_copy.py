@@ -1,7 +1,7 @@
 """Plan a Parquet ``COPY`` as one Postgres statement that runs on the client's own connection.
 
-The rows travel as a single jsonb parameter of
-``INSERT INTO t (cols) SELECT cols FROM jsonb_populate_recordset(NULL::t, $1::jsonb)``, so the load
+The rows travel as a single json parameter of
+``INSERT INTO t (cols) SELECT cols FROM json_populate_recordset(NULL::t, $1::json)``, so the load
 joins the client's transaction (a ROLLBACK undoes it) and Postgres converts each value to its target
 column's type. Redshift's rules are checked first (see REDSHIFT_STAND_IN_NOTES.md for sources):
 
@@ -87,18 +87,12 @@ def plan_load(
     records: list[dict[str, Any]] = []
     for url, data in files:
         used = _check_file(command, url, data, targets)
-        for batch in data.to_batches():
-            values = [batch.column(i).to_pylist() for i in range(len(used))]
-            for row in zip(*values, strict=True):
-                records.append(
-                    {
-                        t.name: _json_value(v, data.schema.field(i).type, t)
-                        for i, (t, v) in enumerate(zip(used, row, strict=True))
-                        if v is not None
-                    }
-                )
+        names = [t.name for t in used]
+        values = [_column_values(data.column(i), target) for i, target in enumerate(used)]
+        for row in zip(*values, strict=True):
+            records.append({name: value for name, value in zip(names, row, strict=True) if value is not None})
     names = ", ".join(t.quoted for t in targets)
-    source = f"jsonb_populate_recordset(NULL::{table}, $1::jsonb)"
+    source = f"json_populate_recordset(NULL::{table}, $1::json)"
     sql = f"INSERT INTO {table} ({names}) SELECT {names} FROM {source}"
     payload = json.dumps(records, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     return LoadPlan(sql, payload, len(records))
@@ -170,8 +164,24 @@ def _arrow_family(kind: pa.DataType) -> str:
     return "nested"
 
 
+def _column_values(column: pa.ChunkedArray, target: TargetColumn) -> list[Any]:
+    """A Parquet column as JSON-ready Python values (converted column-wise where Arrow can)."""
+    kind = column.type
+    if isinstance(kind, pa.ExtensionType):
+        column = pa.chunked_array([chunk.storage for chunk in column.chunks], type=kind.storage_type)
+        kind = kind.storage_type
+    if pa.types.is_timestamp(kind) and kind.tz is not None:
+        column = column.cast(pa.timestamp(kind.unit, "UTC"))  # Parquet's UTC-adjusted instants, as UTC
+    if pa.types.is_temporal(kind) or (pa.types.is_decimal(kind) and not target.is_super):
+        return column.cast(pa.string()).to_pylist()
+    values = column.to_pylist()
+    if _arrow_family(kind) in ("int", "bool", "string", "null"):
+        return values
+    return [None if v is None else _json_value(v, kind, target) for v in values]
+
+
 def _json_value(value: Any, kind: pa.DataType, target: TargetColumn) -> Any:
-    """One Parquet value as the JSON that jsonb_populate_recordset turns into the target's value."""
+    """One Parquet value as the JSON that json_populate_recordset turns into the target's value."""
     if isinstance(kind, pa.ExtensionType):
         kind = kind.storage_type
     if pa.types.is_map(kind):
@@ -194,6 +204,8 @@ def _scalar(value: Any, into_super: bool) -> Any:
         if into_super:
             return int(value) if value == value.to_integral_value() else float(value)
         return str(value)
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC).isoformat()  # Parquet's UTC-adjusted instants, as UTC
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, dt.timedelta):

@@ -10,7 +10,7 @@ S3 commands never reach Postgres as such:
 
 - ``COPY … FROM 's3://…'`` is parsed into a placeholder (an empty statement); at Bind time the proxy
   asks Postgres, on this same connection, for the target table's columns, reads the Parquet files and
-  binds ``INSERT … SELECT … FROM jsonb_populate_recordset(NULL::t, $1)`` with all rows as $1 — one
+  binds ``INSERT … SELECT … FROM json_populate_recordset(NULL::t, $1)`` with all rows as $1 — one
   statement, inside the client's transaction; its ``INSERT 0 n`` goes back as ``COPY n``.
 - ``UNLOAD ('q') TO 's3://…'`` is prepared as ``q`` (translated); its rows are swallowed, written as
   Parquet to S3, and the client gets ``UNLOAD`` (Describe answers NoData, as Redshift does).
