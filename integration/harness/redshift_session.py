@@ -71,7 +71,6 @@ _LOAD = "_synclog_stand_in_load"
 _MISSING = "_synclog_stand_in_no_such_statement"
 _PARSE_FAILS = "SYNCLOG STAND-IN ERROR"
 _META_TIMEOUT_S = 600.0
-_JSONB_OID = 3802
 
 
 @dataclass
