@@ -105,7 +105,7 @@ def redshift_stand_in(
     require_proxy_dependencies()
     base_dir = Path(tempfile.mkdtemp(prefix="synclog-rs-"))
     log_file = base_dir / "proxy.log"
-    package_root = Path(__file__).resolve().parents[1]
+    package_root = Path(__file__).resolve().parents[str(__package__).count(".") + 1]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(package_root), os.environ.get("PYTHONPATH")])),
