@@ -1,0 +1,886 @@
+"""A Databricks SQL Statement Execution API (SEA) server on a local Spark session.
+
+Run by ``databricks_sql_server.py`` as a process of its own (it needs its own Spark driver);
+``DATABRICKS_NOTES.md`` says what it implements and why. It imports nothing from the harness,
+so it runs as a plain script::
+
+    python databricks_sql_app.py --port P --volume-root DIR --warehouse-dir DIR \
+        --catalog census --conf spark.jars=…alias.jar --conf spark.sql.catalog.census=…
+
+Endpoints (what ``databricks-sql-connector`` with ``use_sea=True`` calls):
+``POST/DELETE /api/2.0/sql/sessions[/{id}]``, ``POST /api/2.0/sql/statements``,
+``GET/DELETE /api/2.0/sql/statements/{id}``, ``POST …/{id}/cancel``,
+``GET …/{id}/result/chunks/{n}``; plus ``GET /results/{token}`` (Arrow "external links")
+and ``PUT/GET/DELETE /files/{token}`` (the presigned URLs of Volume PUT/GET/REMOVE).
+Every ``/api`` request needs a bearer token; any non-empty token is accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import datetime as dt
+import decimal
+import fnmatch
+import json
+import logging
+import re
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import uvicorn
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+log = logging.getLogger("synclog.databricks_sql")
+
+WAREHOUSE_ID = "synclog-local"
+ALIAS_CLASS = "synclog.harness.SessionCatalogAlias"
+_LINK_TTL_S = 900
+_IDENT = r"(?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)"
+_NAME3 = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
+_VOLUME_PATH = re.compile(r"^/Volumes/([^/]+)/([^/]+)/([^/]+)(?:/(.*))?$")
+
+
+class StatementError(Exception):
+    """A statement failed: answered as state FAILED (the connector raises ServerOperationError)."""
+
+    def __init__(self, message: str, error_code: str = "BAD_REQUEST", sql_state: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_code = error_code
+        self.sql_state = sql_state
+
+
+class ApiError(Exception):
+    """A request the API refuses outright (an HTTP 4xx with a JSON error body)."""
+
+    def __init__(self, status: int, error_code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass
+class Result:
+    """Rows (Arrow) and their SEA column descriptions."""
+
+    table: pa.Table
+    columns: list[dict[str, Any]]
+    volume_operation: bool = False
+
+
+@dataclass
+class Statement:
+    id: str
+    session_id: str
+    future: Future[Result]
+    fmt: str
+    disposition: str
+    compression: str | None
+    row_limit: int | None
+    tag: str
+    canceled: bool = False
+    links: dict[str, bytes] = field(default_factory=dict)
+    final: dict[str, Any] | None = None  # the response once it succeeded or failed
+
+
+@dataclass
+class Transfer:
+    """One presigned Volume URL: what it may do, to which file, until when."""
+
+    operation: str
+    path: Path
+    overwrite: bool
+    expires: float
+
+
+# --------------------------------------------------------------------------- Spark types → SEA
+
+
+def _sea_type(data_type: T.DataType) -> str:
+    names: dict[type[T.DataType], str] = {
+        T.ByteType: "BYTE", T.ShortType: "SHORT", T.IntegerType: "INT", T.LongType: "LONG",
+        T.FloatType: "FLOAT", T.DoubleType: "DOUBLE", T.DecimalType: "DECIMAL", T.BooleanType: "BOOLEAN",
+        T.DateType: "DATE", T.TimestampType: "TIMESTAMP", T.TimestampNTZType: "TIMESTAMP_NTZ",
+        T.StringType: "STRING", T.BinaryType: "BINARY", T.ArrayType: "ARRAY", T.MapType: "MAP",
+        T.StructType: "STRUCT", T.NullType: "NULL", T.VariantType: "VARIANT",
+    }  # fmt: skip
+    for cls, name in names.items():
+        if isinstance(data_type, cls):
+            return name
+    if isinstance(data_type, T.DayTimeIntervalType | T.YearMonthIntervalType):
+        return "INTERVAL"
+    return "USER_DEFINED_TYPE"
+
+
+def _columns(schema: T.StructType) -> list[dict[str, Any]]:
+    columns = []
+    for position, spark_field in enumerate(schema.fields):
+        column: dict[str, Any] = {
+            "name": spark_field.name,
+            "type_name": _sea_type(spark_field.dataType),
+            "type_text": spark_field.dataType.simpleString().upper(),
+            "position": position,
+        }
+        if isinstance(spark_field.dataType, T.DecimalType):
+            column["type_precision"] = spark_field.dataType.precision
+            column["type_scale"] = spark_field.dataType.scale
+        if isinstance(spark_field.dataType, T.DayTimeIntervalType | T.YearMonthIntervalType):
+            column["type_interval_type"] = spark_field.dataType.simpleString().upper()
+        columns.append(column)
+    return columns
+
+
+def _json_cell(value: Any) -> str | None:
+    """A value as SEA's JSON_ARRAY format writes it: text, or null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC)
+            return value.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return value.isoformat()
+    if isinstance(value, dt.date | decimal.Decimal | int | float | str):
+        return value.isoformat() if isinstance(value, dt.date) else str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return json.dumps(value, default=str)
+
+
+def _arrow_stream(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _literal(param: dict[str, Any]) -> Any:
+    """A SEA parameter (``{name, value, type}``, the value as text) as the Python value Spark binds.
+
+    Spark takes literals only (no CAST), so the text is parsed here by the parameter's type.
+    """
+    value, type_name = param.get("value"), str(param.get("type") or "STRING").upper()
+    if value is None or type_name == "VOID":
+        return None
+    text = str(value)
+    if type_name in ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "LONG", "SHORT", "BYTE"):
+        return int(text)
+    if type_name in ("FLOAT", "DOUBLE", "REAL"):
+        return float(text)
+    if type_name.startswith(("DECIMAL", "NUMERIC")):
+        return decimal.Decimal(text)
+    if type_name == "BOOLEAN":
+        return text.strip().lower() in ("true", "1")
+    if type_name == "DATE":
+        return dt.date.fromisoformat(text)
+    if type_name.startswith("TIMESTAMP"):
+        return dt.datetime.fromisoformat(text)
+    return text
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+class Engine:
+    """Spark sessions per SEA session, statement execution, Volumes and COPY INTO."""
+
+    def __init__(self, spark: SparkSession, volume_root: Path, catalogs: list[str], base_url: str) -> None:
+        self.spark = spark
+        self.base_url = base_url
+        self.volume_root = volume_root
+        self.catalogs = {c.lower() for c in catalogs}
+        self.sessions: dict[str, SparkSession] = {}
+        self.transfers: dict[str, Transfer] = {}
+        self.loaded: dict[str, set[tuple[str, int, int]]] = {}  # table → files COPY INTO loaded
+        self.lock = threading.Lock()
+
+    # sessions ------------------------------------------------------------------
+
+    def open_session(self, catalog: str | None, schema: str | None, confs: dict[str, str]) -> str:
+        session = self.spark.newSession()
+        for name in self.catalogs:
+            session.conf.set(f"spark.sql.catalog.{name}", ALIAS_CLASS)
+        for key, value in confs.items():
+            if key.lower() == "timezone":
+                session.conf.set("spark.sql.session.timeZone", value)
+            elif key.lower() == "ansi_mode":
+                session.conf.set("spark.sql.ansi.enabled", value)
+        try:
+            if catalog:
+                self._check_catalog(catalog)
+                session.sql(f"SET CATALOG `{catalog}`")
+            if schema:
+                session.sql(f"USE SCHEMA `{schema}`")
+        except PySparkException as exc:
+            raise ApiError(404, "NOT_FOUND", _message(exc)) from None
+        except StatementError as exc:
+            raise ApiError(404, "NOT_FOUND", exc.message) from None
+        session_id = str(uuid.uuid4())
+        self.sessions[session_id] = session
+        return session_id
+
+    def _check_catalog(self, catalog: str) -> None:
+        if catalog.lower() not in self.catalogs | {"spark_catalog"}:
+            raise StatementError(
+                f"[NO_SUCH_CATALOG_EXCEPTION] The catalog '{catalog}' was not found. "
+                "Create it with CREATE CATALOG, or start the server with it.",
+                "NOT_FOUND",
+                "42704",
+            )
+
+    # statements ----------------------------------------------------------------
+
+    def execute(self, session: SparkSession, sql: str, params: list[dict[str, Any]], tag: str) -> Result:
+        text = _strip(sql)
+        handlers: list[tuple[re.Pattern[str], Callable[..., Result]]] = [
+            (_PUT, self._put), (_GET, self._get), (_REMOVE, self._remove),
+            (_CREATE_CATALOG, self._create_catalog), (_CREATE_VOLUME, self._create_volume),
+            (_DROP_VOLUME, self._drop_volume), (_COPY_INTO, self._copy_into),
+        ]  # fmt: skip
+        for pattern, handler in handlers:
+            match = pattern.match(text)
+            if match:
+                return handler(session, match)
+        use_catalog = _USE_CATALOG.match(text)
+        if use_catalog:  # Databricks SQL; Spark spells it SET CATALOG
+            self._check_catalog(use_catalog.group("name").strip("`"))
+            text = f"SET CATALOG {use_catalog.group('name')}"
+        if _CREATE_TABLE.match(text):
+            text = re.sub(r"\bUSING\s+DELTA\b", "USING PARQUET", text, flags=re.IGNORECASE)
+        text = re.sub(r"`(/Volumes/[^`]+)`", lambda m: f"`{self._local(m.group(1))}`", text)
+        session.addTag(tag)
+        try:
+            if params and all(p.get("name") for p in params):
+                df = session.sql(text, args={p["name"]: _literal(p) for p in params})
+            elif params:
+                df = session.sql(text, args=[_literal(p) for p in params])
+            else:
+                df = session.sql(text)
+            return _to_result(df)
+        except PySparkException as exc:
+            raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        finally:
+            session.removeTag(tag)
+
+    # Volumes -------------------------------------------------------------------
+
+    def _local(self, volume_path: str, *, must_exist_volume: bool = True) -> Path:
+        match = _VOLUME_PATH.match(volume_path)
+        if not match:
+            raise StatementError(
+                f"[INVALID_VOLUME_PATH] '{volume_path}' is not /Volumes/<catalog>/<schema>/<volume>/<path>",
+                "INVALID_PARAMETER_VALUE",
+            )
+        catalog, schema, volume, rest = match.groups()
+        volume_dir = self.volume_root / catalog.lower() / schema.lower() / volume.lower()
+        if must_exist_volume and not volume_dir.is_dir():
+            raise StatementError(
+                f"NOT_FOUND: Volume '{catalog}.{schema}.{volume}' does not exist (CREATE VOLUME first)",
+                "NOT_FOUND",
+            )
+        parts = [p for p in (rest or "").split("/") if p]
+        if any(p in (".", "..") for p in parts):
+            raise StatementError(f"[INVALID_VOLUME_PATH] '{volume_path}' leaves its volume")
+        return volume_dir.joinpath(*parts)
+
+    def _transfer(self, operation: str, path: Path, overwrite: bool = False) -> str:
+        token = uuid.uuid4().hex + uuid.uuid4().hex
+        self.transfers[token] = Transfer(operation, path, overwrite, time.monotonic() + _LINK_TTL_S)
+        return f"{self.base_url}/files/{token}"
+
+    def _staging_row(self, operation: str, local_file: str | None, url: str) -> Result:
+        table = pa.table(
+            {
+                "operation": pa.array([operation], pa.string()),
+                "localFile": pa.array([local_file], pa.string()),
+                "presignedUrl": pa.array([url], pa.string()),
+                "headers": pa.array(["{}"], pa.string()),
+            }
+        )
+        schema = T.StructType([T.StructField(n, T.StringType()) for n in table.column_names])
+        return Result(table, _columns(schema), volume_operation=True)
+
+    def _put(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        local, remote, overwrite = match.group("local"), match.group("remote"), bool(match.group("overwrite"))
+        if not local:
+            raise StatementError("[EMPTY_LOCAL_FILE_IN_STAGING_ACCESS_QUERY] The local file path is empty")
+        path = self._local(remote)
+        if path.exists() and not overwrite:
+            raise StatementError(
+                f"[FILE_IN_STAGING_PATH_ALREADY_EXISTS] File {remote} already exists; add OVERWRITE",
+                "ALREADY_EXISTS",
+            )
+        return self._staging_row("PUT", local, self._transfer("PUT", path, overwrite))
+
+    def _get(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        path = self._local(match.group("remote"))
+        return self._staging_row("GET", match.group("local"), self._transfer("GET", path))
+
+    def _remove(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        path = self._local(match.group("remote"))
+        return self._staging_row("REMOVE", None, self._transfer("REMOVE", path))
+
+    def _create_volume(self, session: SparkSession, match: re.Match[str]) -> Result:
+        catalog, schema, volume = _parts(match.group("name"), session)
+        self._check_catalog(catalog)
+        try:
+            session.sql(f"DESCRIBE SCHEMA `{catalog}`.`{schema}`").collect()
+        except PySparkException as exc:
+            raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        volume_dir = self.volume_root / catalog.lower() / schema.lower() / volume.lower()
+        if volume_dir.exists() and not match.group("if_not_exists"):
+            raise StatementError(
+                f"[VOLUME_ALREADY_EXISTS] Volume {catalog}.{schema}.{volume} already exists", "ALREADY_EXISTS"
+            )
+        volume_dir.mkdir(parents=True, exist_ok=True)
+        return _empty()
+
+    def _drop_volume(self, session: SparkSession, match: re.Match[str]) -> Result:
+        catalog, schema, volume = _parts(match.group("name"), session)
+        volume_dir = self.volume_root / catalog.lower() / schema.lower() / volume.lower()
+        if not volume_dir.exists() and not match.group("if_exists"):
+            raise StatementError(
+                f"NOT_FOUND: Volume '{catalog}.{schema}.{volume}' does not exist", "NOT_FOUND"
+            )
+        shutil.rmtree(volume_dir, ignore_errors=True)
+        return _empty()
+
+    def _create_catalog(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        name = match.group("name").strip("`")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.lower() == "spark_catalog":
+            raise StatementError(f"[INVALID_CATALOG_NAME] {name!r} cannot be a local catalog")
+        if name.lower() in self.catalogs and not match.group("if_not_exists"):
+            raise StatementError(
+                f"[CATALOG_ALREADY_EXISTS] Catalog '{name}' already exists", "ALREADY_EXISTS"
+            )
+        with self.lock:
+            self.catalogs.add(name.lower())
+            for session in self.sessions.values():
+                session.conf.set(f"spark.sql.catalog.{name.lower()}", ALIAS_CLASS)
+        return _empty()
+
+    # COPY INTO -----------------------------------------------------------------
+
+    def _copy_into(self, session: SparkSession, match: re.Match[str]) -> Result:
+        target, source, file_format = match.group("target"), match.group("source"), match.group("format")
+        options = _copy_clauses(match.group("rest"))
+        root = self._local(source)
+        files = _copy_files(root, options.get("files"), options.get("pattern"))
+        try:
+            table = session.table(target)
+            key = ".".join(_parts(target, session)).lower()
+            done = self.loaded.setdefault(key, set())
+            force = options.get("copy_options", {}).get("force", "false").lower() == "true"
+            stamps = {f: (str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files}
+            todo = [f for f in files if force or stamps[f] not in done]
+            inserted = 0
+            if todo:
+                reader = session.read.format(file_format.lower()).options(**options.get("format_options", {}))
+                df = reader.load([str(f) for f in todo])
+                merge = options.get("copy_options", {}).get("mergeschema", "false").lower() == "true"
+                df = self._align(session, target, table.schema, df, merge)
+                inserted = df.count()
+                # SQL, not DataFrameWriter.insertInto: that turns census.census.t into the two-part
+                # census.t, which the catalog named census then shadows.
+                view = f"_synclog_copy_{uuid.uuid4().hex}"
+                df.createOrReplaceTempView(view)
+                try:
+                    session.sql(f"INSERT INTO {target} SELECT * FROM {view}")
+                finally:
+                    session.catalog.dropTempView(view)
+                done.update(stamps[f] for f in todo)
+        except PySparkException as exc:
+            raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        result = pa.table(
+            {
+                "num_affected_rows": pa.array([inserted], pa.int64()),
+                "num_inserted_rows": pa.array([inserted], pa.int64()),
+                "num_skipped_corrupt_files": pa.array([0], pa.int64()),
+            }
+        )
+        schema = T.StructType([T.StructField(n, T.LongType()) for n in result.column_names])
+        return Result(result, _columns(schema))
+
+    def _align(
+        self, session: SparkSession, target: str, schema: T.StructType, df: DataFrame, merge: bool
+    ) -> DataFrame:
+        """The files' columns by name in the table's order and types (COPY INTO matches by name)."""
+        by_name = {c.lower(): c for c in df.columns}
+        known = {f.name.lower() for f in schema.fields}
+        extra = [c for c in df.columns if c.lower() not in known]
+        if extra and merge:
+            added = ", ".join(f"`{c}` {df.schema[c].dataType.simpleString()}" for c in extra)
+            session.sql(f"ALTER TABLE {target} ADD COLUMNS ({added})")
+            schema = session.table(target).schema
+        return df.select(
+            *[
+                (F.col(f"`{by_name[f.name.lower()]}`") if f.name.lower() in by_name else F.lit(None))
+                .cast(f.dataType)
+                .alias(f.name)
+                for f in schema.fields
+            ]
+        )
+
+
+# --------------------------------------------------------------------------- SQL shapes
+
+_FLAGS = re.IGNORECASE | re.DOTALL
+_PUT = re.compile(
+    r"PUT\s+'(?P<local>[^']*)'\s+INTO\s+'(?P<remote>[^']+)'(?P<overwrite>\s+OVERWRITE)?\s*$", _FLAGS
+)
+_GET = re.compile(r"GET\s+'(?P<remote>[^']+)'\s+TO\s+'(?P<local>[^']*)'\s*$", _FLAGS)
+_REMOVE = re.compile(r"REMOVE\s+'(?P<remote>[^']+)'\s*$", _FLAGS)
+_CREATE_CATALOG = re.compile(
+    rf"CREATE\s+CATALOG\s+(?P<if_not_exists>IF\s+NOT\s+EXISTS\s+)?(?P<name>{_IDENT})\b", _FLAGS
+)
+_CREATE_VOLUME = re.compile(
+    rf"CREATE\s+(?:EXTERNAL\s+)?VOLUME\s+(?P<if_not_exists>IF\s+NOT\s+EXISTS\s+)?(?P<name>{_NAME3})", _FLAGS
+)
+_DROP_VOLUME = re.compile(rf"DROP\s+VOLUME\s+(?P<if_exists>IF\s+EXISTS\s+)?(?P<name>{_NAME3})\s*$", _FLAGS)
+_COPY_INTO = re.compile(
+    rf"COPY\s+INTO\s+(?P<target>{_NAME3})\s+FROM\s+'(?P<source>[^']+)'\s+FILEFORMAT\s*=\s*(?P<format>\w+)(?P<rest>.*)$",
+    _FLAGS,
+)
+_USE_CATALOG = re.compile(rf"USE\s+CATALOG\s+(?P<name>{_IDENT})\s*$", _FLAGS)
+_CREATE_TABLE = re.compile(r"(CREATE|REPLACE|CREATE\s+OR\s+REPLACE)\s+TABLE\b", _FLAGS)
+_QUOTED = r"'((?:[^']|'')*)'"
+
+
+def _strip(sql: str) -> str:
+    """The statement without leading comments, surrounding blanks and a trailing semicolon."""
+    text = sql.strip()
+    while text.startswith("--") or text.startswith("/*"):
+        text = text.split("\n", 1)[1].strip() if text.startswith("--") else text.split("*/", 1)[1].strip()
+    return text.rstrip(";").rstrip()
+
+
+def _parts(name: str, session: SparkSession) -> tuple[str, str, str]:
+    """``catalog.schema.object`` of a (possibly shorter) name, filled in from the session."""
+    parts = [p.strip().strip("`") for p in re.findall(_IDENT, name)]
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    current = session.sql("SELECT current_catalog(), current_schema()").first()
+    assert current is not None
+    if len(parts) == 2:
+        return str(current[0]), parts[0], parts[1]
+    return str(current[0]), str(current[1]), parts[0]
+
+
+def _copy_clauses(rest: str) -> dict[str, Any]:
+    """FILES, PATTERN, FORMAT_OPTIONS and COPY_OPTIONS of a COPY INTO; anything else is refused."""
+    options: dict[str, Any] = {}
+    text = rest.strip()
+    clauses = [
+        ("files", re.compile(r"FILES\s*=\s*\((?P<body>[^)]*)\)", _FLAGS)),
+        ("pattern", re.compile(rf"PATTERN\s*=\s*{_QUOTED}", _FLAGS)),
+        ("format_options", re.compile(r"FORMAT_OPTIONS\s*\((?P<body>[^)]*)\)", _FLAGS)),
+        ("copy_options", re.compile(r"COPY_OPTIONS\s*\((?P<body>[^)]*)\)", _FLAGS)),
+    ]
+    while text:
+        for name, pattern in clauses:
+            match = pattern.match(text)
+            if match:
+                if name == "files":
+                    options[name] = [v.replace("''", "'") for v in re.findall(_QUOTED, match.group("body"))]
+                elif name == "pattern":
+                    options[name] = match.group(1).replace("''", "'")
+                else:
+                    pairs = re.findall(rf"{_QUOTED}\s*=\s*{_QUOTED}", match.group("body"))
+                    options[name] = {k.lower() if name == "copy_options" else k: v for k, v in pairs}
+                text = text[match.end() :].strip()
+                break
+        else:
+            raise StatementError(
+                f"[UNSUPPORTED_COPY_INTO] the local stand-in does not understand COPY INTO … {text[:80]!r}; "
+                "it takes FILES, PATTERN, FORMAT_OPTIONS and COPY_OPTIONS",
+                "NOT_IMPLEMENTED",
+            )
+    return options
+
+
+def _copy_files(root: Path, files: list[str] | None, pattern: str | None) -> list[Path]:
+    if files is not None:
+        chosen = [root.joinpath(*[p for p in f.split("/") if p]) for f in files]
+        missing = [str(f) for f in chosen if not f.is_file()]
+        if missing:
+            raise StatementError(f"[PATH_NOT_FOUND] Path does not exist: {missing[0]}", "NOT_FOUND", "42K03")
+        return chosen
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise StatementError(f"[PATH_NOT_FOUND] Path does not exist: {root}", "NOT_FOUND", "42K03")
+    found = [
+        p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts)
+    ]
+    if pattern:
+        found = [p for p in found if fnmatch.fnmatchcase(p.relative_to(root).as_posix(), pattern)]
+    return found
+
+
+def _to_result(df: DataFrame) -> Result:
+    if not df.schema.fields:
+        return _empty()
+    return Result(df.toArrow(), _columns(df.schema))
+
+
+def _empty() -> Result:
+    return Result(pa.table({}), [])
+
+
+def _message(exc: PySparkException) -> str:
+    text = str(exc).strip()
+    text = text.split("\nJVM stacktrace:")[0]
+    text = re.split(r"\n(?='|\+-|:)", text)[0]  # drop the analyzed plan Spark appends
+    return text.strip().rstrip(";")
+
+
+def _sql_state(exc: PySparkException) -> str | None:
+    try:
+        return exc.getSqlState()
+    except Exception:  # an exception without error class
+        return None
+
+
+def _error_code(exc: PySparkException) -> str:
+    state = _sql_state(exc) or ""
+    return "INTERNAL_ERROR" if state.startswith("XX") else "BAD_REQUEST"
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+class Api:
+    """The Starlette routes over an :class:`Engine`."""
+
+    def __init__(self, engine: Engine, workers: int = 2) -> None:
+        self.engine = engine
+        self.statements: dict[str, Statement] = {}
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="statement")
+        routes = [
+            Route("/healthz", self.healthz),
+            Route("/api/2.0/sql/sessions", self.create_session, methods=["POST"]),
+            Route("/api/2.0/sql/sessions/{session_id}", self.delete_session, methods=["DELETE"]),
+            Route("/api/2.0/sql/statements", self.execute, methods=["POST"]),
+            Route("/api/2.0/sql/statements/{statement_id}", self.get_statement, methods=["GET"]),
+            Route("/api/2.0/sql/statements/{statement_id}", self.close_statement, methods=["DELETE"]),
+            Route("/api/2.0/sql/statements/{statement_id}/cancel", self.cancel, methods=["POST"]),
+            Route("/api/2.0/sql/statements/{statement_id}/result/chunks/{chunk:int}", self.chunk),
+            Route("/results/{token}", self.download),
+            Route("/files/{token}", self.volume_file, methods=["PUT", "GET", "DELETE"]),
+        ]
+        self.app = Starlette(routes=routes, exception_handlers={ApiError: self._api_error})
+        self.app.add_middleware(_BearerAuth)
+
+    async def _api_error(self, _request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        return JSONResponse({"error_code": exc.error_code, "message": exc.message}, status_code=exc.status)
+
+    async def healthz(self, _request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def create_session(self, request: Request) -> Response:
+        body = await _json(request)
+        _check_warehouse(body)
+        session_id = await asyncio.to_thread(
+            self.engine.open_session, body.get("catalog"), body.get("schema"), body.get("session_confs") or {}
+        )
+        return JSONResponse({"session_id": session_id})
+
+    async def delete_session(self, request: Request) -> Response:
+        if self.engine.sessions.pop(request.path_params["session_id"], None) is None:
+            raise ApiError(404, "NOT_FOUND", "session not found")
+        return JSONResponse({})
+
+    async def execute(self, request: Request) -> Response:
+        body = await _json(request)
+        _check_warehouse(body)
+        session = self.engine.sessions.get(str(body.get("session_id")))
+        if session is None:
+            raise ApiError(404, "NOT_FOUND", f"session {body.get('session_id')!r} not found or closed")
+        fmt = str(body.get("format") or "JSON_ARRAY")
+        disposition = str(body.get("disposition") or "INLINE")
+        if (fmt, disposition) not in {
+            ("JSON_ARRAY", "INLINE"),
+            ("ARROW_STREAM", "EXTERNAL_LINKS"),
+            ("ARROW_STREAM", "INLINE_OR_EXTERNAL_LINKS"),
+            ("JSON_ARRAY", "EXTERNAL_LINKS"),
+        }:
+            raise ApiError(400, "INVALID_PARAMETER_VALUE", f"format {fmt} with disposition {disposition}")
+        wait = _wait_timeout(str(body.get("wait_timeout") or "10s"))
+        statement_id = str(uuid.uuid4())
+        tag = f"stmt-{statement_id}"
+        future = self.pool.submit(
+            self.engine.execute, session, str(body.get("statement") or ""), body.get("parameters") or [], tag
+        )
+        statement = Statement(
+            statement_id,
+            str(body["session_id"]),
+            future,
+            fmt,
+            disposition,
+            body.get("result_compression"),
+            body.get("row_limit"),
+            tag,
+        )
+        self.statements[statement_id] = statement
+        if wait:
+            await asyncio.wait([asyncio.wrap_future(future)], timeout=wait)
+        if not future.done() and wait and body.get("on_wait_timeout") == "CANCEL":
+            self._cancel(statement)
+        return JSONResponse(await asyncio.to_thread(self._describe, statement, str(request.base_url)))
+
+    async def get_statement(self, request: Request) -> Response:
+        statement = self._statement(request)
+        return JSONResponse(await asyncio.to_thread(self._describe, statement, str(request.base_url)))
+
+    async def close_statement(self, request: Request) -> Response:
+        statement = self._statement(request)
+        self._cancel(statement)
+        self.statements.pop(statement.id, None)
+        return JSONResponse({})
+
+    async def cancel(self, request: Request) -> Response:
+        self._cancel(self._statement(request))
+        return JSONResponse({})
+
+    async def chunk(self, request: Request) -> Response:
+        statement = self._statement(request)
+        described = await asyncio.to_thread(self._describe, statement, str(request.base_url))
+        if request.path_params["chunk"] != 0 or "result" not in described:
+            raise ApiError(404, "NOT_FOUND", "no such chunk")
+        return JSONResponse(described["result"])
+
+    async def download(self, request: Request) -> Response:
+        for statement in self.statements.values():
+            data = statement.links.get(request.path_params["token"])
+            if data is not None:
+                return Response(data, media_type="application/vnd.apache.arrow.stream")
+        return JSONResponse({"error_code": "NOT_FOUND", "message": "no such result"}, status_code=404)
+
+    async def volume_file(self, request: Request) -> Response:
+        transfer = self.engine.transfers.get(request.path_params["token"])
+        if transfer is None or transfer.expires < time.monotonic():
+            return Response("expired or unknown URL", status_code=403)
+        method = request.method
+        if (transfer.operation, method) not in {("PUT", "PUT"), ("GET", "GET"), ("REMOVE", "DELETE")}:
+            return Response(f"this URL is for {transfer.operation}", status_code=403)
+        self.engine.transfers.pop(request.path_params["token"], None)
+        path = transfer.path
+        if method == "PUT":
+            if path.exists() and not transfer.overwrite:
+                return Response("FILE_IN_STAGING_PATH_ALREADY_EXISTS", status_code=409)
+            data = await request.body()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+            partial.write_bytes(data)
+            partial.replace(path)
+            return Response(status_code=201)
+        if not path.is_file():
+            return Response("NOT_FOUND", status_code=404)
+        if method == "GET":
+            return Response(path.read_bytes(), media_type="application/octet-stream")
+        path.unlink()
+        return Response(status_code=204)
+
+    def _statement(self, request: Request) -> Statement:
+        statement = self.statements.get(request.path_params["statement_id"])
+        if statement is None:
+            raise ApiError(404, "NOT_FOUND", "statement not found or closed")
+        return statement
+
+    def _cancel(self, statement: Statement) -> None:
+        if statement.future.done():
+            return
+        statement.canceled = True
+        if not statement.future.cancel():
+            session = self.engine.sessions.get(statement.session_id)
+            if session is not None:
+                session.interruptTag(statement.tag)
+
+    def _describe(self, statement: Statement, base_url: str) -> dict[str, Any]:
+        """The SEA statement response: status, then manifest and result once it succeeded."""
+        if statement.final is not None:
+            return statement.final
+        body: dict[str, Any] = {"statement_id": statement.id}
+        future = statement.future
+        if statement.canceled:
+            body["status"] = {"state": "CANCELED"}
+            return body
+        if not future.done():
+            body["status"] = {"state": "RUNNING" if future.running() else "PENDING"}
+            return body
+        error = future.exception()
+        if error is not None:
+            if not isinstance(error, StatementError):
+                log.exception("statement %s failed", statement.id, exc_info=error)
+                error = StatementError(f"{type(error).__name__}: {error}", "INTERNAL_ERROR")
+            status: dict[str, Any] = {
+                "state": "FAILED",
+                "error": {"error_code": error.error_code, "message": error.message},
+            }
+            if error.sql_state:
+                status["sql_state"] = error.sql_state
+            body["status"] = status
+            statement.final = body
+            return body
+        result = future.result()
+        table = result.table
+        truncated = False
+        if statement.row_limit and table.num_rows > statement.row_limit:
+            table, truncated = table.slice(0, statement.row_limit), True
+        manifest: dict[str, Any] = {
+            "format": statement.fmt,
+            "schema": {"column_count": len(result.columns), "columns": result.columns},
+            "total_row_count": table.num_rows,
+            "truncated": truncated,
+            "is_volume_operation": result.volume_operation,
+        }
+        chunk: dict[str, Any] = {"chunk_index": 0, "row_offset": 0, "row_count": table.num_rows}
+        if statement.fmt == "JSON_ARRAY":
+            rows = [[_json_cell(v) for v in row.values()] for row in table.to_pylist()]
+            manifest.update(total_chunk_count=1, total_byte_count=0, chunks=[chunk])
+            result_body = {**chunk, "data_array": rows} if rows else dict(chunk)
+        else:
+            data = _arrow_stream(table)
+            if statement.compression == "LZ4_FRAME" and _lz4 is not None:
+                data = _lz4.compress(data)
+                manifest["result_compression"] = "LZ4_FRAME"
+            chunk["byte_count"] = len(data)
+            manifest["total_byte_count"] = len(data)
+            if statement.disposition == "INLINE_OR_EXTERNAL_LINKS":
+                manifest.update(total_chunk_count=1, chunks=[chunk])
+                result_body = {**chunk, "attachment": base64.b64encode(data).decode()}
+            elif table.num_rows == 0:
+                manifest.update(total_chunk_count=0, chunks=[])
+                result_body = {}
+            else:
+                token = uuid.uuid4().hex
+                statement.links[token] = data
+                expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=_LINK_TTL_S)
+                link = {
+                    **chunk,
+                    "external_link": f"{base_url.rstrip('/')}/results/{token}",
+                    "expiration": expires.isoformat().replace("+00:00", "Z"),
+                }
+                manifest.update(total_chunk_count=1, chunks=[chunk])
+                result_body = {"external_links": [link]}
+        body.update(status={"state": "SUCCEEDED"}, manifest=manifest, result=result_body)
+        statement.final = body
+        return body
+
+
+try:  # the connector depends on lz4, so it is here whenever the connector is
+    import lz4.frame as _lz4
+except ImportError:  # pragma: no cover
+    _lz4 = None  # type: ignore[assignment]
+
+
+class _BearerAuth:
+    """Every ``/api`` request needs ``Authorization: Bearer <anything non-empty>``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/api/"):
+            headers = dict(scope.get("headers") or [])
+            auth = headers.get(b"authorization", b"").decode("latin-1")
+            scheme, _, token = auth.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                response = JSONResponse(
+                    {"error_code": "UNAUTHENTICATED", "message": "Authorization: Bearer <token> is required"},
+                    status_code=401,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise ApiError(400, "MALFORMED_REQUEST", "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "MALFORMED_REQUEST", "the body is not a JSON object")
+    return body
+
+
+def _check_warehouse(body: dict[str, Any]) -> None:
+    if body.get("warehouse_id") != WAREHOUSE_ID:
+        raise ApiError(
+            404, "RESOURCE_DOES_NOT_EXIST", f"warehouse {body.get('warehouse_id')!r} does not exist"
+        )
+
+
+def _wait_timeout(text: str) -> float:
+    match = re.fullmatch(r"(\d+)s", text.strip())
+    seconds = int(match.group(1)) if match else -1
+    if seconds != 0 and not 5 <= seconds <= 50:
+        raise ApiError(400, "INVALID_PARAMETER_VALUE", f"wait_timeout must be 0s or 5s to 50s, not {text!r}")
+    return float(seconds)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--volume-root", type=Path, required=True)
+    parser.add_argument("--warehouse-dir", type=Path, required=True)
+    parser.add_argument("--catalog", action="append", default=[], help="a catalog alias configured in --conf")
+    parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE for the Spark session")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    started = time.monotonic()
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("synclog-databricks-sql")
+        .config("spark.driver.memory", "512m")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.warehouse.dir", str(args.warehouse_dir))
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    for item in args.conf:
+        key, _, value = item.partition("=")
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    args.volume_root.mkdir(parents=True, exist_ok=True)
+    engine = Engine(spark, args.volume_root, args.catalog, f"http://{args.host}:{args.port}")
+    warm = engine.open_session(args.catalog[0] if args.catalog else None, None, {})  # load the catalog plugin
+    engine.sessions[warm].sql("SELECT 1").toArrow()
+    engine.sessions.pop(warm)
+    api = Api(engine)
+    log.info("Spark ready in %.1fs; serving on %s", time.monotonic() - started, engine.base_url)
+    uvicorn.run(api.app, host=args.host, port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
