@@ -25,6 +25,7 @@ import decimal
 import fnmatch
 import json
 import logging
+import os
 import re
 import shutil
 import threading
@@ -255,6 +256,7 @@ class Engine:
             (_PUT, self._put), (_GET, self._get), (_REMOVE, self._remove),
             (_CREATE_CATALOG, self._create_catalog), (_CREATE_VOLUME, self._create_volume),
             (_DROP_VOLUME, self._drop_volume), (_COPY_INTO, self._copy_into),
+            (_SHOW_CATALOGS, self._show_catalogs), (_SHOW_TABLES_IN_CATALOG, self._show_tables),
         ]  # fmt: skip
         for pattern, handler in handlers:
             match = pattern.match(text)
@@ -266,6 +268,10 @@ class Engine:
             text = f"SET CATALOG {use_catalog.group('name')}"
         if _CREATE_TABLE.match(text):
             text = re.sub(r"\bUSING\s+DELTA\b", "USING PARQUET", text, flags=re.IGNORECASE)
+            replace = _CREATE_OR_REPLACE_TABLE.match(text)
+            if replace:  # v1 (Parquet) tables cannot be replaced: drop, then create (not atomic)
+                session.sql(f"DROP TABLE IF EXISTS {replace.group('name')}")
+                text = "CREATE TABLE " + text[replace.start("name") :]
         text = re.sub(r"`(/Volumes/[^`]+)`", lambda m: f"`{self._local(m.group(1))}`", text)
         session.addTag(tag)
         try:
@@ -378,6 +384,55 @@ class Engine:
                 session.conf.set(f"spark.sql.catalog.{name.lower()}", ALIAS_CLASS)
         return _empty()
 
+    # metadata (what cursor.catalogs() and cursor.tables() send) ----------------
+
+    def _show_catalogs(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        names = sorted(n for n in self.catalogs if _like(n, match.group("like")))
+        return _strings({"catalog": names})
+
+    def _show_tables(self, session: SparkSession, match: re.Match[str]) -> Result:
+        """Databricks' ``SHOW TABLES IN CATALOG c [SCHEMA LIKE p] [LIKE t]`` (or ``IN ALL CATALOGS``)."""
+        catalogs = sorted(self.catalogs) if match.group("all") else [match.group("catalog").strip("`")]
+        rows: dict[str, list[str | None]] = {
+            k: []
+            for k in (
+                "catalog_name",
+                "schema_name",
+                "table_name",
+                "owner",
+                "creation_time",
+                "table_type",
+                "remarks",
+            )
+        }
+        try:
+            for catalog in catalogs:
+                self._check_catalog(catalog)
+                for (schema,) in session.sql(f"SHOW SCHEMAS IN `{catalog}`").collect():
+                    if not _like(schema, match.group("schema")):
+                        continue
+                    views = {r[1] for r in session.sql(f"SHOW VIEWS IN `{catalog}`.`{schema}`").collect()}
+                    for table in session.sql(f"SHOW TABLES IN `{catalog}`.`{schema}`").collect():
+                        if table[2] or not _like(table[1], match.group("table")):
+                            continue  # temporary views belong to no catalog
+                        for key, value in zip(
+                            rows,
+                            (
+                                catalog,
+                                schema,
+                                table[1],
+                                None,
+                                None,
+                                "VIEW" if table[1] in views else "TABLE",
+                                "",
+                            ),
+                            strict=True,
+                        ):
+                            rows[key].append(value)
+        except PySparkException as exc:
+            raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        return _strings(rows)
+
     # COPY INTO -----------------------------------------------------------------
 
     def _copy_into(self, session: SparkSession, match: re.Match[str]) -> Result:
@@ -460,7 +515,14 @@ _COPY_INTO = re.compile(
     rf"COPY\s+INTO\s+(?P<target>{_NAME3})\s+FROM\s+'(?P<source>[^']+)'\s+FILEFORMAT\s*=\s*(?P<format>\w+)(?P<rest>.*)$",
     _FLAGS,
 )
+_SHOW_CATALOGS = re.compile(r"SHOW\s+CATALOGS(?:\s+LIKE\s+'(?P<like>[^']*)')?\s*$", _FLAGS)
+_SHOW_TABLES_IN_CATALOG = re.compile(
+    rf"SHOW\s+TABLES\s+IN\s+(?:(?P<all>ALL\s+CATALOGS)|CATALOG\s+(?P<catalog>{_IDENT}))"
+    r"(?:\s+SCHEMA\s+LIKE\s+'(?P<schema>[^']*)')?(?:\s+LIKE\s+'(?P<table>[^']*)')?\s*$",
+    _FLAGS,
+)
 _USE_CATALOG = re.compile(rf"USE\s+CATALOG\s+(?P<name>{_IDENT})\s*$", _FLAGS)
+_CREATE_OR_REPLACE_TABLE = re.compile(rf"CREATE\s+OR\s+REPLACE\s+TABLE\s+(?P<name>{_NAME3})", _FLAGS)
 _CREATE_TABLE = re.compile(r"(CREATE|REPLACE|CREATE\s+OR\s+REPLACE)\s+TABLE\b", _FLAGS)
 _QUOTED = r"'((?:[^']|'')*)'"
 
@@ -538,6 +600,20 @@ def _copy_files(root: Path, files: list[str] | None, pattern: str | None) -> lis
     return found
 
 
+def _like(name: str, pattern: str | None) -> bool:
+    """Databricks' LIKE of SHOW commands (``*`` and ``%`` any text, ``|`` alternatives), case-insensitive."""
+    if not pattern:
+        return True
+    options = pattern.lower().replace("%", "*").split("|")
+    return any(fnmatch.fnmatchcase(name.lower(), option.strip()) for option in options)
+
+
+def _strings(columns: dict[str, list[str | None]]) -> Result:
+    table = pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
+    schema = T.StructType([T.StructField(name, T.StringType()) for name in columns])
+    return Result(table, _columns(schema))
+
+
 def _to_result(df: DataFrame) -> Result:
     if not df.schema.fields:
         return _empty()
@@ -597,7 +673,7 @@ class Api:
         return JSONResponse({"error_code": exc.error_code, "message": exc.message}, status_code=exc.status)
 
     async def healthz(self, _request: Request) -> Response:
-        return JSONResponse({"ok": True})
+        return JSONResponse({"ok": True, "pid": os.getpid()})
 
     async def create_session(self, request: Request) -> Response:
         body = await _json(request)
