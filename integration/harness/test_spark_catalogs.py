@@ -20,7 +20,7 @@ from .spark_catalogs import CATALOG_CLASS, ensure_catalog_jar, unity_catalog_con
 # ["ok", rows] or ["error", first line of the message].
 _SCRIPT = textwrap.dedent(
     """
-    import json, sys
+    import datetime, json, sys
     from pyspark.sql import SparkSession
 
     confs = json.loads(sys.argv[1])
@@ -82,6 +82,19 @@ _SCRIPT = textwrap.dedent(
     step("two_part_name_shadowed", lambda: sql("SELECT * FROM census.sync_log_records"))
     step("unknown_catalog", lambda: sql("SELECT * FROM other.census.sync_log_records"))
     step("use", lambda: sql("USE census.census") and sql("SELECT count(*) FROM sync_log_records"))
+    # The census layout's catalog and schema share a name: census.census.sync_log_records.
+    records = spark.createDataFrame(
+        [("d", 2, None, datetime.date(2024, 1, 2))],
+        "log_id STRING, sync_id BIGINT, split_group STRING, day DATE")
+    step("insert_into_same_names", lambda: records.write.insertInto("census.census.sync_log_records"))
+    step("save_as_table_same_names", lambda: records.write.mode("append").partitionBy("day").saveAsTable(
+        "census.census.sync_log_records"))
+    records.createOrReplaceTempView("staged_records")
+    step("insert_select_same_names", lambda: sql(
+        "INSERT INTO census.census.sync_log_records SELECT * FROM staged_records"))
+    step("insert_into_session_name", lambda: records.write.insertInto(
+        "spark_catalog.census.sync_log_records"))
+    step("count_after_inserts", lambda: sql("SELECT count(*) FROM census.census.sync_log_records"))
     print(json.dumps(results))
     """
 )
@@ -187,3 +200,13 @@ def test_aliases_share_the_session_catalog(session_results: dict[str, list[Any]]
     assert "REQUIRES_SINGLE_PART_NAMESPACE" in _error(session_results, "two_part_name_shadowed")
     assert "REQUIRES_SINGLE_PART_NAMESPACE" in _error(session_results, "unknown_catalog")
     assert _ok(session_results, "use") == [[1]]
+
+
+def test_dataframe_writer_with_catalog_named_like_the_schema(session_results: dict[str, list[Any]]) -> None:
+    # insertInto turns census.census.t into the two-part census.t, which the catalog named census
+    # then shadows; saveAsTable, SQL INSERT … SELECT from a temp view and the spark_catalog name work.
+    assert "REQUIRES_SINGLE_PART_NAMESPACE" in _error(session_results, "insert_into_same_names")
+    _ok(session_results, "save_as_table_same_names")
+    _ok(session_results, "insert_select_same_names")
+    _ok(session_results, "insert_into_session_name")
+    assert _ok(session_results, "count_after_inserts") == [[4]]
