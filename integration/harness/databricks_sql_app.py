@@ -266,26 +266,90 @@ class Engine:
         if use_catalog:  # Databricks SQL; Spark spells it SET CATALOG
             self._check_catalog(use_catalog.group("name").strip("`"))
             text = f"SET CATALOG {use_catalog.group('name')}"
-        if _CREATE_TABLE.match(text):
-            text = re.sub(r"\bUSING\s+DELTA\b", "USING PARQUET", text, flags=re.IGNORECASE)
-            replace = _CREATE_OR_REPLACE_TABLE.match(text)
-            if replace:  # v1 (Parquet) tables cannot be replaced: drop, then create (not atomic)
-                session.sql(f"DROP TABLE IF EXISTS {replace.group('name')}")
-                text = "CREATE TABLE " + text[replace.start("name") :]
         text = re.sub(r"`(/Volumes/[^`]+)`", lambda m: f"`{self._local(m.group(1))}`", text)
+        args = _args(params)
         session.addTag(tag)
         try:
-            if params and all(p.get("name") for p in params):
-                df = session.sql(text, args={p["name"]: _literal(p) for p in params})
-            elif params:
-                df = session.sql(text, args=[_literal(p) for p in params])
-            else:
-                df = session.sql(text)
-            return _to_result(df)
+            if _CREATE_TABLE.match(text):
+                text = re.sub(r"\bUSING\s+DELTA\b", "USING PARQUET", text, flags=re.IGNORECASE)
+                replace = _CREATE_OR_REPLACE_TABLE.match(text)
+                if replace:  # v1 (Parquet) tables cannot be replaced: drop, then create (not atomic)
+                    session.sql(f"DROP TABLE IF EXISTS {replace.group('name')}")
+                    text = "CREATE TABLE " + text[replace.start("name") :]
+            try:
+                return _to_result(session.sql(text, args=args))
+            except PySparkException as exc:
+                if not _unsupported_table_operation(exc):
+                    raise
+                delete, merge = _DELETE.match(text), _insert_only_merge(text)
+                if delete:
+                    return self._emulate_delete(session, delete, args)
+                if merge:
+                    return self._emulate_insert_merge(session, merge, args)
+                raise StatementError(
+                    _message(exc) + " (the local stand-in emulates DELETE, and MERGE with only "
+                    "WHEN NOT MATCHED THEN INSERT clauses, on Parquet tables)",
+                    _error_code(exc),
+                    _sql_state(exc),
+                ) from None
         except PySparkException as exc:
             raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
         finally:
             session.removeTag(tag)
+
+    # DELETE and MERGE on Parquet (v1) tables, which Spark refuses ----------------
+
+    def _emulate_delete(self, session: SparkSession, match: re.Match[str], args: Any) -> Result:
+        """Rewrite the table without the rows the condition holds for (whole table, not atomic)."""
+        name, alias, cond = match.group("name"), match.group("alias"), match.group("cond")
+        source = f"{name} AS {alias}" if alias else name
+        total = session.table(name).count()
+        kept = session.sql(
+            f"SELECT * FROM {source} WHERE NOT COALESCE(({cond or 'TRUE'}), FALSE)", args=args
+        ).localCheckpoint()
+        deleted = total - kept.count()
+        if deleted:
+            view = f"_synclog_kept_{uuid.uuid4().hex}"
+            kept.createOrReplaceTempView(view)
+            mode = session.conf.get("spark.sql.sources.partitionOverwriteMode")
+            session.conf.set("spark.sql.sources.partitionOverwriteMode", "static")  # every partition
+            try:
+                session.sql(f"INSERT OVERWRITE TABLE {name} SELECT * FROM {view}")
+            finally:
+                session.conf.set("spark.sql.sources.partitionOverwriteMode", str(mode))
+                session.catalog.dropTempView(view)
+        return _longs({"num_affected_rows": deleted})
+
+    def _emulate_insert_merge(self, session: SparkSession, merge: dict[str, str | None], args: Any) -> Result:
+        """``WHEN NOT MATCHED THEN INSERT`` as an insert of the source rows with no match."""
+        target = merge["target"] + (f" AS {merge['target_alias']}" if merge["target_alias"] else "")
+        source = merge["source"] + (f" AS {merge['source_alias']}" if merge["source_alias"] else "")
+        where = f"NOT EXISTS (SELECT 1 FROM {target} WHERE {merge['on']})"
+        if merge["and"]:
+            where += f" AND ({merge['and']})"
+        rows = session.sql(
+            f"SELECT {merge['values'] or '*'} FROM {source} WHERE {where}",
+            args=args,
+        ).localCheckpoint()
+        inserted = rows.count()
+        if inserted:
+            view = f"_synclog_merge_{uuid.uuid4().hex}"
+            rows.createOrReplaceTempView(view)
+            try:
+                if merge["columns"]:
+                    session.sql(f"INSERT INTO {merge['target']} ({merge['columns']}) SELECT * FROM {view}")
+                else:
+                    session.sql(f"INSERT INTO {merge['target']} BY NAME SELECT * FROM {view}")
+            finally:
+                session.catalog.dropTempView(view)
+        return _longs(
+            {
+                "num_affected_rows": inserted,
+                "num_updated_rows": 0,
+                "num_deleted_rows": 0,
+                "num_inserted_rows": inserted,
+            }
+        )
 
     # Volumes -------------------------------------------------------------------
 
@@ -522,6 +586,21 @@ _SHOW_TABLES_IN_CATALOG = re.compile(
     _FLAGS,
 )
 _USE_CATALOG = re.compile(rf"USE\s+CATALOG\s+(?P<name>{_IDENT})\s*$", _FLAGS)
+_DELETE = re.compile(
+    rf"DELETE\s+FROM\s+(?P<name>{_NAME3})(?:\s+(?:AS\s+)?(?!WHERE\b)(?P<alias>{_IDENT}))?"
+    r"(?:\s+WHERE\s+(?P<cond>.+))?$",
+    _FLAGS,
+)
+_MERGE_HEAD = re.compile(
+    rf"MERGE\s+INTO\s+(?P<target>{_NAME3})(?:\s+(?:AS\s+)?(?!USING\b)(?P<alias>{_IDENT}))?\s+USING\b", _FLAGS
+)
+_NO_WHEN = r"(?:(?!\bWHEN\b).)+?"  # text without another WHEN clause in it
+_MERGE_TAIL = re.compile(
+    rf"(?:\s+(?:AS\s+)?(?!ON\b)(?P<alias>{_IDENT}))?\s+ON\s+(?P<on>{_NO_WHEN})\s+WHEN\s+NOT\s+MATCHED"
+    rf"(?:\s+BY\s+TARGET)?(?:\s+AND\s+(?P<and>{_NO_WHEN}))?\s+THEN\s+INSERT\s*"
+    r"(?:\*|\((?P<columns>[^)]*)\)\s*VALUES\s*\((?P<values>.*)\))\s*$",
+    _FLAGS,
+)
 _CREATE_OR_REPLACE_TABLE = re.compile(rf"CREATE\s+OR\s+REPLACE\s+TABLE\s+(?P<name>{_NAME3})", _FLAGS)
 _CREATE_TABLE = re.compile(r"(CREATE|REPLACE|CREATE\s+OR\s+REPLACE)\s+TABLE\b", _FLAGS)
 _QUOTED = r"'((?:[^']|'')*)'"
@@ -598,6 +677,71 @@ def _copy_files(root: Path, files: list[str] | None, pattern: str | None) -> lis
     if pattern:
         found = [p for p in found if fnmatch.fnmatchcase(p.relative_to(root).as_posix(), pattern)]
     return found
+
+
+def _args(params: list[dict[str, Any]]) -> dict[str, Any] | list[Any] | None:
+    if not params:
+        return None
+    if all(p.get("name") for p in params):
+        return {str(p["name"]): _literal(p) for p in params}
+    return [_literal(p) for p in params]  # positional ? markers
+
+
+def _unsupported_table_operation(exc: PySparkException) -> bool:
+    try:
+        condition = exc.getCondition() or ""
+    except Exception:  # no error class
+        return False
+    return condition.startswith("UNSUPPORTED_FEATURE.TABLE_OPERATION")
+
+
+def _insert_only_merge(text: str) -> dict[str, str | None] | None:
+    """The parts of ``MERGE INTO t USING s ON c WHEN NOT MATCHED [AND x] THEN INSERT …``, else None."""
+    head = _MERGE_HEAD.match(text)
+    if not head:
+        return None
+    rest = text[head.end() :].lstrip()
+    if rest.startswith("("):  # a subquery: find its closing parenthesis, minding quotes
+        depth, quote, end = 0, "", -1
+        for i, char in enumerate(rest):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"`":
+                quote = char
+            elif char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+                if depth == 0:
+                    end = i + 1
+                    break
+        if end < 0:
+            return None
+        source, rest = rest[:end], rest[end:]
+    else:
+        name = re.match(_NAME3, rest)
+        if not name:
+            return None
+        source, rest = name.group(0), rest[name.end() :]
+    tail = _MERGE_TAIL.match(rest)
+    if not tail:
+        return None
+    return {
+        "target": head.group("target"),
+        "target_alias": head.group("alias"),
+        "source": source,
+        "source_alias": tail.group("alias"),
+        "on": tail.group("on"),
+        "and": tail.group("and"),
+        "columns": tail.group("columns"),
+        "values": tail.group("values"),
+    }
+
+
+def _longs(values: dict[str, int]) -> Result:
+    table = pa.table({name: pa.array([value], pa.int64()) for name, value in values.items()})
+    schema = T.StructType([T.StructField(name, T.LongType()) for name in values])
+    return Result(table, _columns(schema))
 
 
 def _like(name: str, pattern: str | None) -> bool:
@@ -700,7 +844,6 @@ class Api:
             ("JSON_ARRAY", "INLINE"),
             ("ARROW_STREAM", "EXTERNAL_LINKS"),
             ("ARROW_STREAM", "INLINE_OR_EXTERNAL_LINKS"),
-            ("JSON_ARRAY", "EXTERNAL_LINKS"),
         }:
             raise ApiError(400, "INVALID_PARAMETER_VALUE", f"format {fmt} with disposition {disposition}")
         wait = _wait_timeout(str(body.get("wait_timeout") or "10s"))

@@ -170,20 +170,35 @@ def test_sql_errors_are_the_connectors_errors(conn: Any) -> None:
     assert cur.fetchone()[0] == 1
 
 
-def test_merge_and_delete_refused_on_parquet_partition_drop_works(conn: Any) -> None:
+def test_delete_and_insert_only_merge_are_emulated(conn: Any) -> None:
     cur = conn.cursor()
     cur.execute("CREATE TABLE IF NOT EXISTS census.census.retention (id INT, day DATE) PARTITIONED BY (day)")
-    cur.execute("INSERT INTO census.census.retention VALUES (1, DATE'2024-01-01'), (2, DATE'2024-01-02')")
-    with pytest.raises(ServerOperationError, match="does not support MERGE INTO TABLE"):
-        cur.execute(
-            "MERGE INTO census.census.retention t USING (SELECT 3 AS id, DATE'2024-01-03' AS day) s "
-            "ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+    cur.execute(
+        "INSERT INTO census.census.retention VALUES (1, DATE'2024-01-01'), (2, DATE'2024-01-02'), "
+        "(3, DATE'2024-01-02')"
+    )
+    merge = (  # an exactly-once load keyed by id: run twice, inserts once
+        "MERGE INTO census.census.retention AS t USING (SELECT * FROM VALUES (3, DATE'2024-01-02'), "
+        "(4, DATE'2024-01-03') AS v(id, day)) AS s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+    )
+    cur.execute(merge)
+    assert [tuple(r) for r in cur.fetchall()] == [(1, 0, 0, 1)]
+    cur.execute(merge)
+    assert [tuple(r) for r in cur.fetchall()] == [(0, 0, 0, 0)]
+    cur.execute("DELETE FROM census.census.retention WHERE day < :cutoff", {"cutoff": dt.date(2024, 1, 2)})
+    assert [tuple(r) for r in cur.fetchall()] == [(1,)]
+    cur.execute("DELETE FROM census.census.retention r WHERE r.id = 3")
+    assert [tuple(r) for r in cur.fetchall()] == [(1,)]
+    cur.execute("SELECT id FROM census.census.retention ORDER BY id")
+    assert [r[0] for r in cur.fetchall()] == [2, 4]
+    with pytest.raises(ServerOperationError, match=r"does not support MERGE INTO TABLE.*emulates"):
+        cur.execute(  # updates are not emulated
+            "MERGE INTO census.census.retention t USING (SELECT 2 AS id, DATE'2024-01-05' AS day) s "
+            "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
         )
-    with pytest.raises(ServerOperationError, match="does not support DELETE"):
-        cur.execute("DELETE FROM census.census.retention WHERE day < DATE'2024-01-02'")
-    cur.execute("ALTER TABLE census.census.retention DROP IF EXISTS PARTITION (day = DATE'2024-01-01')")
-    cur.execute("SELECT id FROM census.census.retention")
-    assert [r[0] for r in cur.fetchall()] == [2]
+    cur.execute("ALTER TABLE census.census.retention DROP IF EXISTS PARTITION (day = DATE'2024-01-03')")
+    cur.execute("SHOW PARTITIONS census.census.retention")
+    assert [r[0] for r in cur.fetchall()] == ["day=2024-01-02"]
     cur.execute("DROP TABLE census.census.retention")
 
 
