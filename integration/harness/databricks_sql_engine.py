@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -224,6 +225,12 @@ class Engine:
                 ) from None
         except PySparkException as exc:
             raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        except Py4JJavaError as exc:  # a JVM exception pyspark does not convert (e.g. DATA_SOURCE_NOT_FOUND)
+            message = str(exc.java_exception.getMessage() or exc.java_exception.toString())
+            state = re.search(r"SQLSTATE: (\w{5})", message)
+            raise StatementError(
+                message.strip(), "BAD_REQUEST" if state else "INTERNAL_ERROR", state and state.group(1)
+            ) from None
         finally:
             session.removeTag(tag)
 

@@ -166,6 +166,8 @@ def test_sql_errors_are_the_connectors_errors(conn: Any) -> None:
         cur.execute("SELECT * FROM census.census.missing")
     with pytest.raises(ServerOperationError, match="PARSE_SYNTAX_ERROR"):
         cur.execute("SELEC 1")
+    with pytest.raises(ServerOperationError, match="DATA_SOURCE_NOT_FOUND"):  # a JVM error pyspark keeps raw
+        cur.execute("CREATE TABLE census.census.iceberg_t (a INT) USING iceberg")
     cur.execute("SELECT 1 AS still_usable")
     assert cur.fetchone()[0] == 1
 
