@@ -142,6 +142,30 @@ def test_put_copy_into_and_select_back(conn: Any, dbx: DatabricksSqlServer, tmp_
     assert started == dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=started.tzinfo)
 
 
+def test_copy_into_files_and_merge_schema(conn: Any, tmp_path: Path) -> None:
+    cur = conn.cursor()
+    cur.execute("CREATE OR REPLACE TABLE census.census.copy_target (id BIGINT)")
+    run = f"/Volumes/census/census/staging/evolve-{uuid.uuid4().hex[:8]}"
+    for name, ids in (("a.parquet", [1, 2]), ("b.parquet", [3])):
+        local = tmp_path / name
+        pq.write_table(pa.table({"ID": pa.array(ids, pa.int64()), "note": [f"n{i}" for i in ids]}), local)
+        cur.execute(f"PUT '{local}' INTO '{run}/{name}'")
+    cur.execute(
+        f"COPY INTO census.census.copy_target FROM '{run}' FILEFORMAT = PARQUET FILES = ('a.parquet')"
+    )
+    assert [tuple(r) for r in cur.fetchall()] == [(2, 2, 0)]
+    cur.execute(  # b.parquet is new; mergeSchema adds the column "note"
+        f"COPY INTO census.census.copy_target FROM '{run}' FILEFORMAT = PARQUET "
+        "COPY_OPTIONS ('mergeSchema' = 'true')"
+    )
+    assert [tuple(r) for r in cur.fetchall()] == [(1, 1, 0)]
+    cur.execute("SELECT id, note FROM census.census.copy_target ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, None), (2, None), (3, "n3")]
+    with pytest.raises(ServerOperationError, match="UNSUPPORTED_COPY_INTO"):
+        cur.execute(f"COPY INTO census.census.copy_target FROM '{run}' FILEFORMAT = PARQUET VALIDATE ALL")
+    cur.execute("DROP TABLE census.census.copy_target")
+
+
 def test_put_get_remove_round_trip(conn: Any, tmp_path: Path) -> None:
     cur = conn.cursor()
     local = tmp_path / "hello.txt"
@@ -242,6 +266,8 @@ def test_requests_need_a_bearer_token(dbx: DatabricksSqlServer) -> None:
     assert caught.value.code == 401
     with pytest.raises(RequestError):  # a warehouse the server does not have
         sql.connect(**dbx.connect_kwargs(http_path="/sql/1.0/warehouses/other"))
+    with pytest.raises(RequestError):  # the session's schema must exist
+        sql.connect(**dbx.connect_kwargs(catalog="census", schema="no_such_schema"))
     assert dbx.token not in repr(dbx)
 
 
