@@ -60,6 +60,8 @@ class ApiError(Exception):
 
 @dataclass
 class Statement:
+    """A submitted statement: its future, the result format asked for, its served links."""
+
     id: str
     session_id: str
     future: Future[Result]
