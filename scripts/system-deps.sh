@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install the system packages the test suite and the benchmarks need, when they are missing.
-# Java for Spark, PostgreSQL server binaries for the Postgres tests, the JDBC driver for bench/.
+# Java for Spark (a JDK: javac builds a small catalog plugin), PostgreSQL server binaries for the Postgres tests, the JDBC driver for bench/.
 set -euo pipefail
 missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+# javac builds the Spark catalog alias of integration/harness/spark_catalogs.py (Databricks stand-ins)
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -e /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)
 [ ${#missing[@]} -eq 0 ] && exit 0

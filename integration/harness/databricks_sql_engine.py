@@ -1,0 +1,724 @@
+"""The Spark side of the Databricks SQL stand-in: Databricks SQL on a local Spark session.
+
+:class:`Engine` keeps a Spark session per SEA session and runs statements on it. Most SQL goes
+to Spark unchanged; what Databricks has and open-source Spark has not is translated here:
+``USE CATALOG``, ``CREATE CATALOG`` (a new alias catalog), ``CREATE/DROP VOLUME`` (a folder),
+``PUT/GET/REMOVE`` on ``/Volumes/…`` (answered with presigned URLs of the HTTP side),
+``COPY INTO … FROM '/Volumes/…'`` (a Spark read of the files and an ``INSERT``),
+``USING DELTA`` (Parquet), ``CREATE OR REPLACE TABLE`` (drop, create), ``SHOW CATALOGS`` and
+``SHOW TABLES IN CATALOG`` (what the connector's metadata calls send), and ``DELETE`` and
+insert-only ``MERGE`` on Parquet tables (emulated). ``DATABRICKS_NOTES.md`` has the details.
+It imports nothing from the harness package: ``databricks_sql_app.py`` runs as a script.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import fnmatch
+import re
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+ALIAS_CLASS = "synclog.harness.SessionCatalogAlias"  # spark_catalogs.CATALOG_CLASS
+TRANSFER_TTL_S = 900  # how long a presigned Volume URL is valid
+_IDENT = r"(?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)"
+_NAME3 = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
+_VOLUME_PATH = re.compile(r"^/Volumes/([^/]+)/([^/]+)/([^/]+)(?:/(.*))?$")
+
+
+class StatementError(Exception):
+    """A statement failed: answered as state FAILED (the connector raises ServerOperationError)."""
+
+    def __init__(self, message: str, error_code: str = "BAD_REQUEST", sql_state: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_code = error_code
+        self.sql_state = sql_state
+
+
+@dataclass
+class Result:
+    """Rows (Arrow) and their SEA column descriptions."""
+
+    table: pa.Table
+    columns: list[dict[str, Any]]
+    volume_operation: bool = False
+
+
+@dataclass
+class Transfer:
+    """One presigned Volume URL: what it may do, to which file, until when."""
+
+    operation: str
+    path: Path
+    overwrite: bool
+    expires: float
+
+
+# --------------------------------------------------------------------------- Spark types → SEA
+
+
+def _sea_type(data_type: T.DataType) -> str:
+    names: dict[type[T.DataType], str] = {
+        T.ByteType: "BYTE", T.ShortType: "SHORT", T.IntegerType: "INT", T.LongType: "LONG",
+        T.FloatType: "FLOAT", T.DoubleType: "DOUBLE", T.DecimalType: "DECIMAL", T.BooleanType: "BOOLEAN",
+        T.DateType: "DATE", T.TimestampType: "TIMESTAMP", T.TimestampNTZType: "TIMESTAMP_NTZ",
+        T.StringType: "STRING", T.BinaryType: "BINARY", T.ArrayType: "ARRAY", T.MapType: "MAP",
+        T.StructType: "STRUCT", T.NullType: "NULL", T.VariantType: "VARIANT",
+    }  # fmt: skip
+    for cls, name in names.items():
+        if isinstance(data_type, cls):
+            return name
+    if isinstance(data_type, T.DayTimeIntervalType | T.YearMonthIntervalType):
+        return "INTERVAL"
+    return "USER_DEFINED_TYPE"
+
+
+def _columns(schema: T.StructType) -> list[dict[str, Any]]:
+    columns = []
+    for position, spark_field in enumerate(schema.fields):
+        column: dict[str, Any] = {
+            "name": spark_field.name,
+            "type_name": _sea_type(spark_field.dataType),
+            "type_text": spark_field.dataType.simpleString().upper(),
+            "position": position,
+        }
+        if isinstance(spark_field.dataType, T.DecimalType):
+            column["type_precision"] = spark_field.dataType.precision
+            column["type_scale"] = spark_field.dataType.scale
+        if isinstance(spark_field.dataType, T.DayTimeIntervalType | T.YearMonthIntervalType):
+            column["type_interval_type"] = spark_field.dataType.simpleString().upper()
+        columns.append(column)
+    return columns
+
+
+def _literal(param: dict[str, Any]) -> Any:
+    """A SEA parameter (``{name, value, type}``, the value as text) as the Python value Spark binds.
+
+    Spark takes literals only (no CAST), so the text is parsed here by the parameter's type.
+    """
+    value, type_name = param.get("value"), str(param.get("type") or "STRING").upper()
+    if value is None or type_name == "VOID":
+        return None
+    text = str(value)
+    if type_name in ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "LONG", "SHORT", "BYTE"):
+        return int(text)
+    if type_name in ("FLOAT", "DOUBLE", "REAL"):
+        return float(text)
+    if type_name.startswith(("DECIMAL", "NUMERIC")):
+        return decimal.Decimal(text)
+    if type_name == "BOOLEAN":
+        return text.strip().lower() in ("true", "1")
+    if type_name == "DATE":
+        return dt.date.fromisoformat(text)
+    if type_name.startswith("TIMESTAMP"):
+        return dt.datetime.fromisoformat(text)
+    return text
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+class Engine:
+    """Spark sessions per SEA session, statement execution, Volumes and COPY INTO."""
+
+    def __init__(self, spark: SparkSession, volume_root: Path, catalogs: list[str], base_url: str) -> None:
+        self.spark = spark
+        self.base_url = base_url
+        self.volume_root = volume_root
+        self.catalogs = {c.lower() for c in catalogs}
+        self.sessions: dict[str, SparkSession] = {}
+        self.transfers: dict[str, Transfer] = {}
+        self.loaded: dict[str, set[tuple[str, int, int]]] = {}  # table → files COPY INTO loaded
+        self.lock = threading.Lock()
+
+    # sessions ------------------------------------------------------------------
+
+    def open_session(self, catalog: str | None, schema: str | None, confs: dict[str, str]) -> str:
+        """A new Spark session using ``catalog`` and ``schema``; StatementError if either is missing."""
+        session = self.spark.newSession()
+        for name in self.catalogs:
+            session.conf.set(f"spark.sql.catalog.{name}", ALIAS_CLASS)
+        for key, value in confs.items():
+            if key.lower() == "timezone":
+                session.conf.set("spark.sql.session.timeZone", value)
+            elif key.lower() == "ansi_mode":
+                session.conf.set("spark.sql.ansi.enabled", value)
+        try:
+            if catalog:
+                self._check_catalog(catalog)
+                session.sql(f"SET CATALOG `{catalog}`")
+            if schema:
+                session.sql(f"USE SCHEMA `{schema}`")
+        except PySparkException as exc:
+            raise StatementError(_message(exc), "NOT_FOUND", _sql_state(exc)) from None
+        session_id = str(uuid.uuid4())
+        self.sessions[session_id] = session
+        return session_id
+
+    def _check_catalog(self, catalog: str) -> None:
+        if catalog.lower() not in self.catalogs | {"spark_catalog"}:
+            raise StatementError(
+                f"[NO_SUCH_CATALOG_EXCEPTION] The catalog '{catalog}' was not found. "
+                "Create it with CREATE CATALOG, or start the server with it.",
+                "NOT_FOUND",
+                "42704",
+            )
+
+    # statements ----------------------------------------------------------------
+
+    def execute(self, session: SparkSession, sql: str, params: list[dict[str, Any]], tag: str) -> Result:
+        text = _strip(sql)
+        handlers: list[tuple[re.Pattern[str], Callable[..., Result]]] = [
+            (_PUT, self._put), (_GET, self._get), (_REMOVE, self._remove),
+            (_CREATE_CATALOG, self._create_catalog), (_CREATE_VOLUME, self._create_volume),
+            (_DROP_VOLUME, self._drop_volume), (_COPY_INTO, self._copy_into),
+            (_SHOW_CATALOGS, self._show_catalogs), (_SHOW_TABLES_IN_CATALOG, self._show_tables),
+        ]  # fmt: skip
+        for pattern, handler in handlers:
+            match = pattern.match(text)
+            if match:
+                return handler(session, match)
+        use_catalog = _USE_CATALOG.match(text)
+        if use_catalog:  # Databricks SQL; Spark spells it SET CATALOG
+            self._check_catalog(use_catalog.group("name").strip("`"))
+            text = f"SET CATALOG {use_catalog.group('name')}"
+        text = re.sub(r"`(/Volumes/[^`]+)`", lambda m: f"`{self._local(m.group(1))}`", text)
+        args = _args(params)
+        session.addTag(tag)
+        try:
+            if _CREATE_TABLE.match(text):
+                text = re.sub(r"\bUSING\s+DELTA\b", "USING PARQUET", text, flags=re.IGNORECASE)
+                replace = _CREATE_OR_REPLACE_TABLE.match(text)
+                if replace:  # v1 (Parquet) tables cannot be replaced: drop, then create (not atomic)
+                    session.sql(f"DROP TABLE IF EXISTS {replace.group('name')}")
+                    text = "CREATE TABLE " + text[replace.start("name") :]
+            try:
+                return _to_result(session.sql(text, args=args))
+            except PySparkException as exc:
+                if not _unsupported_table_operation(exc):
+                    raise
+                delete, merge = _DELETE.match(text), _insert_only_merge(text)
+                if delete:
+                    return self._emulate_delete(session, delete, args)
+                if merge:
+                    return self._emulate_insert_merge(session, merge, args)
+                raise StatementError(
+                    _message(exc) + " (the local stand-in emulates DELETE, and MERGE with only "
+                    "WHEN NOT MATCHED THEN INSERT clauses, on Parquet tables)",
+                    _error_code(exc),
+                    _sql_state(exc),
+                ) from None
+        except PySparkException as exc:
+            raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        except Py4JJavaError as exc:  # a JVM exception pyspark does not convert (e.g. DATA_SOURCE_NOT_FOUND)
+            message = str(exc.java_exception.getMessage() or exc.java_exception.toString())
+            state = re.search(r"SQLSTATE: (\w{5})", message)
+            raise StatementError(
+                message.strip(), "BAD_REQUEST" if state else "INTERNAL_ERROR", state and state.group(1)
+            ) from None
+        finally:
+            session.removeTag(tag)
+
+    # DELETE and MERGE on Parquet (v1) tables, which Spark refuses ----------------
+
+    def _emulate_delete(self, session: SparkSession, match: re.Match[str], args: Any) -> Result:
+        """Rewrite the table without the rows the condition holds for (whole table, not atomic)."""
+        name, alias, cond = match.group("name"), match.group("alias"), match.group("cond")
+        source = f"{name} AS {alias}" if alias else name
+        total = session.table(name).count()
+        kept = session.sql(
+            f"SELECT * FROM {source} WHERE NOT COALESCE(({cond or 'TRUE'}), FALSE)", args=args
+        ).localCheckpoint()
+        deleted = total - kept.count()
+        if deleted:
+            view = f"_synclog_kept_{uuid.uuid4().hex}"
+            kept.createOrReplaceTempView(view)
+            mode = session.conf.get("spark.sql.sources.partitionOverwriteMode")
+            session.conf.set("spark.sql.sources.partitionOverwriteMode", "static")  # every partition
+            try:
+                session.sql(f"INSERT OVERWRITE TABLE {name} SELECT * FROM {view}")
+            finally:
+                session.conf.set("spark.sql.sources.partitionOverwriteMode", str(mode))
+                session.catalog.dropTempView(view)
+        return _longs({"num_affected_rows": deleted})
+
+    def _emulate_insert_merge(self, session: SparkSession, merge: dict[str, str | None], args: Any) -> Result:
+        """``WHEN NOT MATCHED THEN INSERT`` as an insert of the source rows with no match."""
+        target = merge["target"] + (f" AS {merge['target_alias']}" if merge["target_alias"] else "")
+        source = merge["source"] + (f" AS {merge['source_alias']}" if merge["source_alias"] else "")
+        where = f"NOT EXISTS (SELECT 1 FROM {target} WHERE {merge['on']})"
+        if merge["and"]:
+            where += f" AND ({merge['and']})"
+        rows = session.sql(
+            f"SELECT {merge['values'] or '*'} FROM {source} WHERE {where}",
+            args=args,
+        ).localCheckpoint()
+        inserted = rows.count()
+        if inserted:
+            view = f"_synclog_merge_{uuid.uuid4().hex}"
+            rows.createOrReplaceTempView(view)
+            try:
+                if merge["columns"]:
+                    session.sql(f"INSERT INTO {merge['target']} ({merge['columns']}) SELECT * FROM {view}")
+                else:
+                    session.sql(f"INSERT INTO {merge['target']} BY NAME SELECT * FROM {view}")
+            finally:
+                session.catalog.dropTempView(view)
+        return _longs(
+            {
+                "num_affected_rows": inserted,
+                "num_updated_rows": 0,
+                "num_deleted_rows": 0,
+                "num_inserted_rows": inserted,
+            }
+        )
+
+    # Volumes -------------------------------------------------------------------
+
+    def _local(self, volume_path: str, *, must_exist_volume: bool = True) -> Path:
+        match = _VOLUME_PATH.match(volume_path)
+        if not match:
+            raise StatementError(
+                f"[INVALID_VOLUME_PATH] '{volume_path}' is not /Volumes/<catalog>/<schema>/<volume>/<path>",
+                "INVALID_PARAMETER_VALUE",
+            )
+        catalog, schema, volume, rest = match.groups()
+        volume_dir = self.volume_root / catalog.lower() / schema.lower() / volume.lower()
+        if must_exist_volume and not volume_dir.is_dir():
+            raise StatementError(
+                f"NOT_FOUND: Volume '{catalog}.{schema}.{volume}' does not exist (CREATE VOLUME first)",
+                "NOT_FOUND",
+            )
+        parts = [p for p in (rest or "").split("/") if p]
+        if any(p in (".", "..") for p in parts):
+            raise StatementError(f"[INVALID_VOLUME_PATH] '{volume_path}' leaves its volume")
+        return volume_dir.joinpath(*parts)
+
+    def _transfer(self, operation: str, path: Path, overwrite: bool = False) -> str:
+        token = uuid.uuid4().hex + uuid.uuid4().hex
+        self.transfers[token] = Transfer(operation, path, overwrite, time.monotonic() + TRANSFER_TTL_S)
+        return f"{self.base_url}/files/{token}"
+
+    def _staging_row(self, operation: str, local_file: str | None, url: str) -> Result:
+        table = pa.table(
+            {
+                "operation": pa.array([operation], pa.string()),
+                "localFile": pa.array([local_file], pa.string()),
+                "presignedUrl": pa.array([url], pa.string()),
+                "headers": pa.array(["{}"], pa.string()),
+            }
+        )
+        schema = T.StructType([T.StructField(n, T.StringType()) for n in table.column_names])
+        return Result(table, _columns(schema), volume_operation=True)
+
+    def _put(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        local, remote, overwrite = match.group("local"), match.group("remote"), bool(match.group("overwrite"))
+        if not local:
+            raise StatementError("[EMPTY_LOCAL_FILE_IN_STAGING_ACCESS_QUERY] The local file path is empty")
+        path = self._local(remote)
+        if path.exists() and not overwrite:
+            raise StatementError(
+                f"[FILE_IN_STAGING_PATH_ALREADY_EXISTS] File {remote} already exists; add OVERWRITE",
+                "ALREADY_EXISTS",
+            )
+        return self._staging_row("PUT", local, self._transfer("PUT", path, overwrite))
+
+    def _get(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        path = self._local(match.group("remote"))
+        return self._staging_row("GET", match.group("local"), self._transfer("GET", path))
+
+    def _remove(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        path = self._local(match.group("remote"))
+        return self._staging_row("REMOVE", None, self._transfer("REMOVE", path))
+
+    def _create_volume(self, session: SparkSession, match: re.Match[str]) -> Result:
+        catalog, schema, volume = _parts(match.group("name"), session)
+        self._check_catalog(catalog)
+        try:
+            session.sql(f"DESCRIBE SCHEMA `{catalog}`.`{schema}`").collect()
+        except PySparkException as exc:
+            raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        volume_dir = self.volume_root / catalog.lower() / schema.lower() / volume.lower()
+        if volume_dir.exists() and not match.group("if_not_exists"):
+            raise StatementError(
+                f"[VOLUME_ALREADY_EXISTS] Volume {catalog}.{schema}.{volume} already exists", "ALREADY_EXISTS"
+            )
+        volume_dir.mkdir(parents=True, exist_ok=True)
+        return _empty()
+
+    def _drop_volume(self, session: SparkSession, match: re.Match[str]) -> Result:
+        catalog, schema, volume = _parts(match.group("name"), session)
+        volume_dir = self.volume_root / catalog.lower() / schema.lower() / volume.lower()
+        if not volume_dir.exists() and not match.group("if_exists"):
+            raise StatementError(
+                f"NOT_FOUND: Volume '{catalog}.{schema}.{volume}' does not exist", "NOT_FOUND"
+            )
+        shutil.rmtree(volume_dir, ignore_errors=True)
+        return _empty()
+
+    def _create_catalog(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        name = match.group("name").strip("`")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.lower() == "spark_catalog":
+            raise StatementError(f"[INVALID_CATALOG_NAME] {name!r} cannot be a local catalog")
+        if name.lower() in self.catalogs and not match.group("if_not_exists"):
+            raise StatementError(
+                f"[CATALOG_ALREADY_EXISTS] Catalog '{name}' already exists", "ALREADY_EXISTS"
+            )
+        with self.lock:
+            self.catalogs.add(name.lower())
+            for session in self.sessions.values():
+                session.conf.set(f"spark.sql.catalog.{name.lower()}", ALIAS_CLASS)
+        return _empty()
+
+    # metadata (what cursor.catalogs() and cursor.tables() send) ----------------
+
+    def _show_catalogs(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        names = sorted(n for n in self.catalogs if _like(n, match.group("like")))
+        return _strings({"catalog": names})
+
+    def _show_tables(self, session: SparkSession, match: re.Match[str]) -> Result:
+        """Databricks' ``SHOW TABLES IN CATALOG c [SCHEMA LIKE p] [LIKE t]`` (or ``IN ALL CATALOGS``)."""
+        catalogs = sorted(self.catalogs) if match.group("all") else [match.group("catalog").strip("`")]
+        rows: dict[str, list[str | None]] = {
+            k: []
+            for k in (
+                "catalog_name",
+                "schema_name",
+                "table_name",
+                "owner",
+                "creation_time",
+                "table_type",
+                "remarks",
+            )
+        }
+        try:
+            for catalog in catalogs:
+                self._check_catalog(catalog)
+                for (schema,) in session.sql(f"SHOW SCHEMAS IN `{catalog}`").collect():
+                    if not _like(schema, match.group("schema")):
+                        continue
+                    views = {r[1] for r in session.sql(f"SHOW VIEWS IN `{catalog}`.`{schema}`").collect()}
+                    for table in session.sql(f"SHOW TABLES IN `{catalog}`.`{schema}`").collect():
+                        if table[2] or not _like(table[1], match.group("table")):
+                            continue  # temporary views belong to no catalog
+                        for key, value in zip(
+                            rows,
+                            (
+                                catalog,
+                                schema,
+                                table[1],
+                                None,
+                                None,
+                                "VIEW" if table[1] in views else "TABLE",
+                                "",
+                            ),
+                            strict=True,
+                        ):
+                            rows[key].append(value)
+        except PySparkException as exc:
+            raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        return _strings(rows)
+
+    # COPY INTO -----------------------------------------------------------------
+
+    def _copy_into(self, session: SparkSession, match: re.Match[str]) -> Result:
+        target, source, file_format = match.group("target"), match.group("source"), match.group("format")
+        options = _copy_clauses(match.group("rest"))
+        root = self._local(source)
+        files = _copy_files(root, options.get("files"), options.get("pattern"))
+        try:
+            table = session.table(target)
+            key = ".".join(_parts(target, session)).lower()
+            done = self.loaded.setdefault(key, set())
+            force = options.get("copy_options", {}).get("force", "false").lower() == "true"
+            stamps = {f: (str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files}
+            todo = [f for f in files if force or stamps[f] not in done]
+            inserted = 0
+            if todo:
+                reader = session.read.format(file_format.lower()).options(**options.get("format_options", {}))
+                df = reader.load([str(f) for f in todo])
+                merge = options.get("copy_options", {}).get("mergeschema", "false").lower() == "true"
+                df = self._align(session, target, table.schema, df, merge)
+                inserted = df.count()
+                # SQL, not DataFrameWriter.insertInto: that turns census.census.t into the two-part
+                # census.t, which the catalog named census then shadows.
+                view = f"_synclog_copy_{uuid.uuid4().hex}"
+                df.createOrReplaceTempView(view)
+                try:
+                    session.sql(f"INSERT INTO {target} SELECT * FROM {view}")
+                finally:
+                    session.catalog.dropTempView(view)
+                done.update(stamps[f] for f in todo)
+        except PySparkException as exc:
+            raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        result = pa.table(
+            {
+                "num_affected_rows": pa.array([inserted], pa.int64()),
+                "num_inserted_rows": pa.array([inserted], pa.int64()),
+                "num_skipped_corrupt_files": pa.array([0], pa.int64()),
+            }
+        )
+        schema = T.StructType([T.StructField(n, T.LongType()) for n in result.column_names])
+        return Result(result, _columns(schema))
+
+    def _align(
+        self, session: SparkSession, target: str, schema: T.StructType, df: DataFrame, merge: bool
+    ) -> DataFrame:
+        """The files' columns by name in the table's order and types (COPY INTO matches by name)."""
+        by_name = {c.lower(): c for c in df.columns}
+        known = {f.name.lower() for f in schema.fields}
+        extra = [c for c in df.columns if c.lower() not in known]
+        if extra and merge:
+            added = ", ".join(f"`{c}` {df.schema[c].dataType.simpleString()}" for c in extra)
+            session.sql(f"ALTER TABLE {target} ADD COLUMNS ({added})")
+            schema = session.table(target).schema
+        return df.select(
+            *[
+                (F.col(f"`{by_name[f.name.lower()]}`") if f.name.lower() in by_name else F.lit(None))
+                .cast(f.dataType)
+                .alias(f.name)
+                for f in schema.fields
+            ]
+        )
+
+
+# --------------------------------------------------------------------------- SQL shapes
+
+_FLAGS = re.IGNORECASE | re.DOTALL
+_PUT = re.compile(
+    r"PUT\s+'(?P<local>[^']*)'\s+INTO\s+'(?P<remote>[^']+)'(?P<overwrite>\s+OVERWRITE)?\s*$", _FLAGS
+)
+_GET = re.compile(r"GET\s+'(?P<remote>[^']+)'\s+TO\s+'(?P<local>[^']*)'\s*$", _FLAGS)
+_REMOVE = re.compile(r"REMOVE\s+'(?P<remote>[^']+)'\s*$", _FLAGS)
+_CREATE_CATALOG = re.compile(
+    rf"CREATE\s+CATALOG\s+(?P<if_not_exists>IF\s+NOT\s+EXISTS\s+)?(?P<name>{_IDENT})\b", _FLAGS
+)
+_CREATE_VOLUME = re.compile(
+    rf"CREATE\s+(?:EXTERNAL\s+)?VOLUME\s+(?P<if_not_exists>IF\s+NOT\s+EXISTS\s+)?(?P<name>{_NAME3})", _FLAGS
+)
+_DROP_VOLUME = re.compile(rf"DROP\s+VOLUME\s+(?P<if_exists>IF\s+EXISTS\s+)?(?P<name>{_NAME3})\s*$", _FLAGS)
+_COPY_INTO = re.compile(
+    rf"COPY\s+INTO\s+(?P<target>{_NAME3})\s+FROM\s+'(?P<source>[^']+)'\s+FILEFORMAT\s*=\s*(?P<format>\w+)(?P<rest>.*)$",
+    _FLAGS,
+)
+_SHOW_CATALOGS = re.compile(r"SHOW\s+CATALOGS(?:\s+LIKE\s+'(?P<like>[^']*)')?\s*$", _FLAGS)
+_SHOW_TABLES_IN_CATALOG = re.compile(
+    rf"SHOW\s+TABLES\s+IN\s+(?:(?P<all>ALL\s+CATALOGS)|CATALOG\s+(?P<catalog>{_IDENT}))"
+    r"(?:\s+SCHEMA\s+LIKE\s+'(?P<schema>[^']*)')?(?:\s+LIKE\s+'(?P<table>[^']*)')?\s*$",
+    _FLAGS,
+)
+_USE_CATALOG = re.compile(rf"USE\s+CATALOG\s+(?P<name>{_IDENT})\s*$", _FLAGS)
+_DELETE = re.compile(
+    rf"DELETE\s+FROM\s+(?P<name>{_NAME3})(?:\s+(?:AS\s+)?(?!WHERE\b)(?P<alias>{_IDENT}))?"
+    r"(?:\s+WHERE\s+(?P<cond>.+))?$",
+    _FLAGS,
+)
+_MERGE_HEAD = re.compile(
+    rf"MERGE\s+INTO\s+(?P<target>{_NAME3})(?:\s+(?:AS\s+)?(?!USING\b)(?P<alias>{_IDENT}))?\s+USING\b", _FLAGS
+)
+_NO_WHEN = r"(?:(?!\bWHEN\b).)+?"  # text without another WHEN clause in it
+_MERGE_TAIL = re.compile(
+    rf"(?:\s+(?:AS\s+)?(?!ON\b)(?P<alias>{_IDENT}))?\s+ON\s+(?P<on>{_NO_WHEN})\s+WHEN\s+NOT\s+MATCHED"
+    rf"(?:\s+BY\s+TARGET)?(?:\s+AND\s+(?P<and>{_NO_WHEN}))?\s+THEN\s+INSERT\s*"
+    r"(?:\*|\((?P<columns>[^)]*)\)\s*VALUES\s*\((?P<values>.*)\))\s*$",
+    _FLAGS,
+)
+_CREATE_OR_REPLACE_TABLE = re.compile(rf"CREATE\s+OR\s+REPLACE\s+TABLE\s+(?P<name>{_NAME3})", _FLAGS)
+_CREATE_TABLE = re.compile(r"(CREATE|REPLACE|CREATE\s+OR\s+REPLACE)\s+TABLE\b", _FLAGS)
+_QUOTED = r"'((?:[^']|'')*)'"
+
+
+def _strip(sql: str) -> str:
+    """The statement without leading comments, surrounding blanks and a trailing semicolon."""
+    text = sql.strip()
+    while text.startswith("--") or text.startswith("/*"):
+        text = text.split("\n", 1)[1].strip() if text.startswith("--") else text.split("*/", 1)[1].strip()
+    return text.rstrip(";").rstrip()
+
+
+def _parts(name: str, session: SparkSession) -> tuple[str, str, str]:
+    """``catalog.schema.object`` of a (possibly shorter) name, filled in from the session."""
+    parts = [p.strip().strip("`") for p in re.findall(_IDENT, name)]
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    current = session.sql("SELECT current_catalog(), current_schema()").first()
+    assert current is not None
+    if len(parts) == 2:
+        return str(current[0]), parts[0], parts[1]
+    return str(current[0]), str(current[1]), parts[0]
+
+
+def _copy_clauses(rest: str) -> dict[str, Any]:
+    """FILES, PATTERN, FORMAT_OPTIONS and COPY_OPTIONS of a COPY INTO; anything else is refused."""
+    options: dict[str, Any] = {}
+    text = rest.strip()
+    clauses = [
+        ("files", re.compile(r"FILES\s*=\s*\((?P<body>[^)]*)\)", _FLAGS)),
+        ("pattern", re.compile(rf"PATTERN\s*=\s*{_QUOTED}", _FLAGS)),
+        ("format_options", re.compile(r"FORMAT_OPTIONS\s*\((?P<body>[^)]*)\)", _FLAGS)),
+        ("copy_options", re.compile(r"COPY_OPTIONS\s*\((?P<body>[^)]*)\)", _FLAGS)),
+    ]
+    while text:
+        for name, pattern in clauses:
+            match = pattern.match(text)
+            if match:
+                if name == "files":
+                    options[name] = [v.replace("''", "'") for v in re.findall(_QUOTED, match.group("body"))]
+                elif name == "pattern":
+                    options[name] = match.group(1).replace("''", "'")
+                else:
+                    pairs = re.findall(rf"{_QUOTED}\s*=\s*{_QUOTED}", match.group("body"))
+                    options[name] = {k.lower() if name == "copy_options" else k: v for k, v in pairs}
+                text = text[match.end() :].strip()
+                break
+        else:
+            raise StatementError(
+                f"[UNSUPPORTED_COPY_INTO] the local stand-in does not understand COPY INTO … {text[:80]!r}; "
+                "it takes FILES, PATTERN, FORMAT_OPTIONS and COPY_OPTIONS",
+                "NOT_IMPLEMENTED",
+            )
+    return options
+
+
+def _copy_files(root: Path, files: list[str] | None, pattern: str | None) -> list[Path]:
+    if files is not None:
+        chosen = [root.joinpath(*[p for p in f.split("/") if p]) for f in files]
+        missing = [str(f) for f in chosen if not f.is_file()]
+        if missing:
+            raise StatementError(f"[PATH_NOT_FOUND] Path does not exist: {missing[0]}", "NOT_FOUND", "42K03")
+        return chosen
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise StatementError(f"[PATH_NOT_FOUND] Path does not exist: {root}", "NOT_FOUND", "42K03")
+    found = [
+        p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts)
+    ]
+    if pattern:
+        found = [p for p in found if fnmatch.fnmatchcase(p.relative_to(root).as_posix(), pattern)]
+    return found
+
+
+def _args(params: list[dict[str, Any]]) -> dict[str, Any] | list[Any] | None:
+    if not params:
+        return None
+    if all(p.get("name") for p in params):
+        return {str(p["name"]): _literal(p) for p in params}
+    return [_literal(p) for p in params]  # positional ? markers
+
+
+def _unsupported_table_operation(exc: PySparkException) -> bool:
+    try:
+        condition = exc.getCondition() or ""
+    except Exception:  # no error class
+        return False
+    return condition.startswith("UNSUPPORTED_FEATURE.TABLE_OPERATION")
+
+
+def _insert_only_merge(text: str) -> dict[str, str | None] | None:
+    """The parts of ``MERGE INTO t USING s ON c WHEN NOT MATCHED [AND x] THEN INSERT …``, else None."""
+    head = _MERGE_HEAD.match(text)
+    if not head:
+        return None
+    rest = text[head.end() :].lstrip()
+    if rest.startswith("("):  # a subquery: find its closing parenthesis, minding quotes
+        depth, quote, end = 0, "", -1
+        for i, char in enumerate(rest):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"`":
+                quote = char
+            elif char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+                if depth == 0:
+                    end = i + 1
+                    break
+        if end < 0:
+            return None
+        source, rest = rest[:end], rest[end:]
+    else:
+        name = re.match(_NAME3, rest)
+        if not name:
+            return None
+        source, rest = name.group(0), rest[name.end() :]
+    tail = _MERGE_TAIL.match(rest)
+    if not tail:
+        return None
+    return {
+        "target": head.group("target"),
+        "target_alias": head.group("alias"),
+        "source": source,
+        "source_alias": tail.group("alias"),
+        "on": tail.group("on"),
+        "and": tail.group("and"),
+        "columns": tail.group("columns"),
+        "values": tail.group("values"),
+    }
+
+
+def _longs(values: dict[str, int]) -> Result:
+    table = pa.table({name: pa.array([value], pa.int64()) for name, value in values.items()})
+    schema = T.StructType([T.StructField(name, T.LongType()) for name in values])
+    return Result(table, _columns(schema))
+
+
+def _like(name: str, pattern: str | None) -> bool:
+    """Databricks' LIKE of SHOW commands (``*`` and ``%`` any text, ``|`` alternatives), case-insensitive."""
+    if not pattern:
+        return True
+    options = pattern.lower().replace("%", "*").split("|")
+    return any(fnmatch.fnmatchcase(name.lower(), option.strip()) for option in options)
+
+
+def _strings(columns: dict[str, list[str | None]]) -> Result:
+    table = pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
+    schema = T.StructType([T.StructField(name, T.StringType()) for name in columns])
+    return Result(table, _columns(schema))
+
+
+def _to_result(df: DataFrame) -> Result:
+    if not df.schema.fields:
+        return _empty()
+    return Result(df.toArrow(), _columns(df.schema))
+
+
+def _empty() -> Result:
+    return Result(pa.table({}), [])
+
+
+def _message(exc: PySparkException) -> str:
+    text = str(exc).strip()
+    text = text.split("\nJVM stacktrace:")[0]
+    text = re.split(r"\n(?='|\+-|:)", text)[0]  # drop the analyzed plan Spark appends
+    return text.strip().rstrip(";")
+
+
+def _sql_state(exc: PySparkException) -> str | None:
+    try:
+        return exc.getSqlState()
+    except Exception:  # an exception without error class
+        return None
+
+
+def _error_code(exc: PySparkException) -> str:
+    state = _sql_state(exc) or ""
+    return "INTERNAL_ERROR" if state.startswith("XX") else "BAD_REQUEST"
