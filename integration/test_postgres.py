@@ -27,7 +27,7 @@ from synclog.targets import export
 from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
-from synclog.testing.conformance import TargetConformance, sync_log_frame
+from synclog.testing.conformance import Outage, TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
@@ -88,6 +88,13 @@ class TestPostgres(TargetConformance):
         yield f"postgresql://{postgres.user}@{postgres.host}:{postgres.port}/{name}"
         with psycopg.connect(postgres.dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+    @pytest.fixture
+    def outage(self, target_url: str, postgres: PostgresServer) -> Iterator[Outage]:
+        """The database behind a loopback port nothing listens on until `up` forwards it."""
+        port = free_port()
+        url = target_url.replace(f"{postgres.host}:{postgres.port}", f"127.0.0.1:{port}")
+        yield Outage(url, lambda: forward(port, postgres.host, postgres.port))
 
     # -- names, types, partitions -------------------------------------------------------------
 

@@ -35,26 +35,27 @@ READ_TASKS = 64
 
 
 @contextlib.contextmanager
-def published(fs: pafs.FileSystem, path: str) -> Iterator[Any]:
-    """An output stream whose file appears at `path` whole, when the block ends without error.
+def published(fs: pafs.FileSystem, path: str, *, whole: bool = True) -> Iterator[Any]:
+    """An output stream whose file appears at `path` when the block ends without error.
 
-    On a local disk the bytes go to a hidden temporary name beside `path` (`.NAME.<uuid>.tmp`,
-    which matches no `*.parquet` glob) that is renamed into place; an object store makes an
-    upload visible only once it completes, so there the stream writes `path` itself.
-    Readers see the old file or the new one, never a part of one.
+    With `whole` (the default) the bytes go to a hidden temporary name beside `path`
+    (`.NAME.<uuid>.tmp`, which matches no `*.parquet` glob) that is renamed into place: readers
+    see the old file or the new one, never a part of one, also when the block fails (on a local
+    disk the rename is rename(2); on an object store, a server-side copy and a delete). Files
+    that only a manifest makes visible need not pay for that: `whole=False` writes `path` itself.
     """
     local = isinstance(fs, pafs.LocalFileSystem)
     folder, name = posixpath.split(path)
-    scratch = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp") if local else path
+    scratch = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp") if whole else path
     if local:
         fs.create_dir(folder, recursive=True)
     try:
         with fs.open_output_stream(scratch) as stream:
             yield stream
-        if local:
+        if scratch != path:
             fs.move(scratch, path)
     except BaseException:
-        if local:
+        if scratch != path:
             with contextlib.suppress(OSError):
                 fs.delete_file(scratch)
         raise
@@ -100,7 +101,8 @@ class PartFiles:
         """Append `batch` (conformed to the schema by name) to the file of `key`."""
         if key not in self._writers:
             path = posixpath.join(self.folder, f"{key}-p{self.part:05d}.parquet")
-            stream = self._files.enter_context(published(self._fs, self.location.path(path)))
+            # Only a manifest makes these files visible: a failed task's file is never read.
+            stream = self._files.enter_context(published(self._fs, self.location.path(path), whole=False))
             self._writers[key] = (path, self._files.enter_context(pq.ParquetWriter(stream, self.schema)))
             self._rows[key] = 0
         self._writers[key][1].write_batch(by_name(batch, self.schema))
@@ -155,7 +157,8 @@ def write_frame(frame: DataFrame, location: Location, folder: str, schema: pa.Sc
 
 def write_table(location: Location, path: str, rows: pa.Table) -> Manifest:
     """Write a small table built on the driver as the one Parquet file `path`; its manifest."""
-    publish(location.filesystem(), location.path(path), lambda stream: pq.write_table(rows, stream))
+    with published(location.filesystem(), location.path(path), whole=False) as stream:
+        pq.write_table(rows, stream)
     return Manifest(location, (StoredFile(path, rows.num_rows),))
 
 

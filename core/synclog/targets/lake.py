@@ -103,8 +103,8 @@ class LakeTarget(Target):
 
         with _storage_errors(self.location):
             done = frame.groupBy(*template.fields).applyInArrow(write, GroupWriter.RESULT).collect()
-            written = {row["path"] for row in done}
-            self._remove_stale(table, template, written)
+            if not inside:
+                self._remove_stale(table, template, {row["path"] for row in done})
         return sum(row["rows"] for row in done)
 
     def _remove_stale(self, table: TableSpec, template: PathTemplate, written: set[str]) -> None:

@@ -320,7 +320,7 @@ class SqlTarget(Target):
         own to object storage (UNLOAD, an extract job) overrides it.
         """
         path = f"{folder}/part-00000.parquet"
-        with published(self.storage.filesystem(), self.storage.path(path)) as stream:
+        with published(self.storage.filesystem(), self.storage.path(path), whole=False) as stream:
             rows = export.write_batches(stream, schema, self.result_batches(sql, params, schema))
         return Manifest(self.storage, (StoredFile(path, rows),))
 
