@@ -9,7 +9,6 @@ import json
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,11 +30,11 @@ from synclog.layouts.lake import ABORTED_MESSAGE, RECORDS
 from synclog.model import DestinationObject, SourceObject
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
-from synclog.targets.base import Target, TargetSettings
+from synclog.targets.base import TargetSettings
 from synclog.targets.lake import LakeTarget
 from synclog.targets.lake_files import publish, write_parquet
-from synclog.testing.conformance import Outage, TargetConformance
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog.testing.lake import LakeConformance
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 
@@ -318,48 +317,10 @@ def test_demo_writes_a_lake_that_seed_003_queries(
     }
 
 
-CENSUS_VIEW = r"""
-SELECT identifier AS record_identifier, operation, status_message,
-       CASE WHEN status IN ('NULL', 'DUPLICATE') THEN 'rejected' ELSE status END AS status,
-       CASE WHEN status IN ('NULL', 'DUPLICATE') THEN status END AS invalid_reason,
-       CAST(regexp_extract(filename, '/(\d+)/(\d+)/\w+\.(\d+)\.parquet$', 1) AS BIGINT) AS sync_id,
-       CAST(regexp_extract(filename, '/(\d+)/(\d+)/\w+\.(\d+)\.parquet$', 2) AS BIGINT) AS sync_run_id,
-       CAST(regexp_extract(filename, '/(\d+)/(\d+)/\w+\.(\d+)\.parquet$', 3) AS INTEGER) AS batch_number
-FROM read_parquet(?, filename = true, union_by_name = true)
-"""
-"""The lake's records seen with the census `sync_log` columns the conformance suite counts by
-(run and batch come from the file's path; the identifier checks' statuses are census rejections)."""
-
-
-class TestLakeConformance(TargetConformance):
-    """The conformance suite on the lake in a bucket of the S3 server (the lake-layout tests)."""
+class TestLakeConformance(LakeConformance):
+    """The conformance suite on the lake in buckets of the S3 server (the lake-layout tests)."""
 
     @pytest.fixture(autouse=True)
     def aws_environment(self, s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
         for name, value in s3.environment.items():
             monkeypatch.setenv(name, value)
-
-    @pytest.fixture
-    def target_url(self, s3: S3Server) -> Iterator[str]:
-        bucket = f"lake-{uuid.uuid4().hex[:12]}"
-        s3.create_bucket(bucket)
-        yield f"lake+s3://{bucket}/synclog"
-
-    @pytest.fixture
-    def outage(self, s3: S3Server) -> Iterator[Outage]:
-        """A lake whose bucket does not exist until `up` creates it."""
-        bucket = f"lake-{uuid.uuid4().hex[:12]}"
-
-        @contextmanager
-        def up() -> Iterator[None]:
-            s3.create_bucket(bucket)
-            yield
-
-        yield Outage(f"lake+s3://{bucket}/synclog", up)
-
-    def count(self, target: Target, where: str = "1 = 1") -> int:
-        assert isinstance(target, LakeTarget)
-        if not self.logged_tables(target):
-            return 0
-        sql = f"SELECT COUNT(*) FROM ({CENSUS_VIEW}) WHERE {where}"
-        return int(target.query(sql, [target.uri(ALL_RECORDS)]).column(0)[0].as_py())

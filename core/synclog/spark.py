@@ -2,15 +2,21 @@
 
 `SPARK_REMOTE=sc://host:port` (Spark Connect, as Databricks Connect and serverless use) gives
 a Connect session; otherwise `SYNCLOG_SPARK_MASTER` (default `local[*]`) names the master.
+Spark's start-up lines stay out of sight and its log level is ERROR, unless
+`SYNCLOG_LOG_LEVEL` (e.g. WARN, INFO) asks for Spark's own logging.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
+import re
 import shutil
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
@@ -51,9 +57,55 @@ def spark_session(app_name: str = "synclog") -> SparkSession:
     )
     for key, value in _SESSION_CONFS.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    level = os.environ.get(LOG_LEVEL_ENV)
+    with contextlib.nullcontext() if level else _without_startup_noise():
+        session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(level or "ERROR")
     return session
+
+
+LOG_LEVEL_ENV = "SYNCLOG_LOG_LEVEL"
+_STARTUP_NOISE = re.compile(
+    rb"^(WARNING: Using incubator modules"
+    rb"|Using Spark's default log4j profile"
+    rb"|Setting default log level to"
+    rb"|To adjust logging level use"
+    rb"|\S+ \S+ WARN NativeCodeLoader: Unable to load native-hadoop)"
+)
+"""What the JVM and Spark print on every start, before synclog can lower the log level."""
+
+
+@contextlib.contextmanager
+def _without_startup_noise() -> Iterator[None]:
+    """Start the JVM with its standard error going through a filter that drops the start-up lines.
+
+    The JVM inherits the filter's pipe for good: later lines (errors) still reach our standard
+    error, forwarded by a daemon thread until the JVM exits.
+    """
+    try:
+        original = os.dup(2)
+    except OSError:  # no standard error to speak of
+        yield
+        return
+    reader, writer = os.pipe()
+    forward_to = os.fdopen(os.dup(original), "wb", buffering=0)
+
+    def forward() -> None:
+        with os.fdopen(reader, "rb") as pipe:
+            for line in pipe:
+                if not _STARTUP_NOISE.match(line):
+                    forward_to.write(line)
+
+    threading.Thread(target=forward, name="synclog-jvm-stderr", daemon=True).start()
+    sys.stderr.flush()
+    os.dup2(writer, 2)
+    os.close(writer)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(original, 2)
+        os.close(original)
 
 
 def remote_url(spark: SparkSession) -> str | None:

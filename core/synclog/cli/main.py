@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from synclog.errors import SynclogError, TargetError, first_line
+from synclog.spark import LOG_LEVEL_ENV
 
 USAGE_ERROR = 2
 TARGET_FAILURE = 1
@@ -32,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Row-level sync logs, written back into the warehouse.",
     )
     parser.add_argument("--config", help="path of synclog.toml (default: ./synclog.toml)")
+    parser.add_argument(
+        "--verbose", action="store_true", help=f"show Spark's own log (WARN; or set {LOG_LEVEL_ENV})"
+    )
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo.add_parser(subs)
     commands.add_parsers(subs)
@@ -41,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     args = build_parser().parse_args(argv)
+    if args.verbose:
+        os.environ.setdefault(LOG_LEVEL_ENV, "WARN")
     try:
         return int(args.handler(args) or 0)
     except SynclogError as exc:
