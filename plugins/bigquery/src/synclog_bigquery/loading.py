@@ -1,10 +1,11 @@
 """Fill a staging table in bulk: one load job per load, or one INSERT for a few small rows.
 
-A load job per staged file would spend BigQuery's load jobs on one busy sync. Instead the
-manifest's files are streamed, a record batch at a time, into one local Parquet file, which
-one `load_table_from_file` job loads. Up to INLINE_ROWS rows of at most INLINE_BYTES (run
-metadata, a `sync_runs` row, a small batch) travel as one array-of-structs query parameter
-instead: one query, without a file to upload and a load job to wait for.
+Load jobs count against a project's daily load-job quota, so a load job per staged file would
+spend it on one busy sync. Instead the manifest's files are streamed, a record batch at a
+time, into one local Parquet file, which one `load_table_from_file` job loads. Up to
+INLINE_ROWS rows of at most INLINE_BYTES (run metadata, a `sync_runs` row, a small batch)
+travel as one array-of-structs query parameter of an INSERT instead: the three one-row
+metadata tables of every write take no load job, and no file is uploaded.
 """
 
 from __future__ import annotations
