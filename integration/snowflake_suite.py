@@ -6,12 +6,10 @@ account) subclass `SnowflakeSuite` with their own `target_url` and names.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
@@ -21,12 +19,13 @@ from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
 from synclog.targets import export
 from synclog.targets.base import Target
+from synclog.targets.rows import Rows
+from synclog.targets.sql import STAGE_PREFIX
 from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
-from synclog_snowflake.target import LOAD_TABLE_PREFIX
 
 #: Seed 000's two Snowflake queries character for character (trailing blanks and semicolons too).
 SEED_000_VERBATIM = (
@@ -124,7 +123,7 @@ class SnowflakeSuite(TargetConformance):
         assert not [s for s in sent if s.startswith(f"INSERT INTO {log_table}") and "VALUES" in s]
         leftovers = target.query(
             f"SELECT COUNT(*) AS n FROM {database(target)}.INFORMATION_SCHEMA.TABLES WHERE table_name LIKE ?",
-            [f"{LOAD_TABLE_PREFIX}%"],
+            [f"{STAGE_PREFIX.upper()}%"],
         )
         assert leftovers.column(0)[0].as_py() == 0
 
@@ -145,22 +144,16 @@ class SnowflakeSuite(TargetConformance):
 
     def test_any_table_spec_round_trips(self, target: Target, spark: SparkSession) -> None:
         target.ensure([EVERY_TYPE])
-        first = pa.table(
-            {
-                "id": pa.array([1, 2], pa.int64()),
-                "small": pa.array([7, None], pa.int32()),
-                "label": ["one", None],
-                "doc": [json.dumps({"k": [1, 2]}), None],
-                "seen_at": pa.array([AT, AT], pa.timestamp("us", tz="UTC")),
-                "flag": [True, None],
-            }
-        )
-        assert target.replace_rows(EVERY_TYPE, first) == 2
+        first = [
+            {"id": 1, "small": 7, "label": "one", "doc": '{"k": [1, 2]}', "seen_at": AT, "flag": True},
+            {"id": 2, "small": None, "label": None, "doc": None, "seen_at": AT, "flag": None},
+        ]
+        assert target.replace_rows(EVERY_TYPE, Rows.local(spark, EVERY_TYPE, first)) == 2
         again = spark.createDataFrame(
             [(2, 9, "two", '{"k": []}', AT, False)],
             "id bigint, small int, label string, doc string, seen_at timestamp, flag boolean",
         )
-        assert target.replace_rows(EVERY_TYPE, again) == 1
+        assert target.replace_rows(EVERY_TYPE, Rows.of(again)) == 1
         relation = target.relation(EVERY_TYPE).render()
         rows = target.query(
             'SELECT "ID", "SMALL", "LABEL", "DOC":k[1]::INT AS k, "SEEN_AT", "FLAG" '

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,12 +17,15 @@ from harness.bigquery_server import BigQueryServer, ServerUnavailable, local_big
 from pyspark.sql import SparkSession
 
 from synclog.config import Config, SyncSettings
-from synclog.errors import ConfigError, TargetError
-from synclog.layouts.base import arrow_rows
+from synclog.errors import ConfigError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
 from synclog.plugins.manager import registry
+from synclog.storage.manifest import Manifest
 from synclog.targets import export
+from synclog.targets.rows import Rows
+from synclog.targets.sql import STAGE_PREFIX
+from synclog.targets.tables import TableSpec
 from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
@@ -31,11 +34,11 @@ from synclog.urls import TargetURL
 
 bigquery = pytest.importorskip("google.cloud.bigquery", reason="google-cloud-bigquery is not installed")
 
-from synclog_bigquery import loading  # noqa: E402
+from google.api_core.exceptions import BadRequest  # noqa: E402
+
 from synclog_bigquery.connection import ConnectionSettings, named_markers, query_parameters  # noqa: E402
-from synclog_bigquery.connector import connector_available  # noqa: E402
 from synclog_bigquery.loading import INLINE_ROWS  # noqa: E402
-from synclog_bigquery.target import STAGE_PREFIX, BigQueryTarget  # noqa: E402
+from synclog_bigquery.target import BigQueryTarget  # noqa: E402
 
 DAY_MS = 86_400_000
 
@@ -115,40 +118,39 @@ class TestBigQuery(TargetConformance):
         self, target: BigQueryTarget, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         loads: list[Any] = []
-        parts: list[int] = []
-        real_load, real_stage = target.client.load_table_from_file, loading.parquet_stage
+        files: dict[str, int] = {}
+        real_load, real_files = target.client.load_table_from_file, target.load_files
 
         def counted_load(*args: Any, **kwargs: Any) -> Any:
             loads.append(args[1])
             return real_load(*args, **kwargs)
 
-        @contextmanager
-        def counted_stage(*args: Any, **kwargs: Any) -> Iterator[list[str]]:
-            with real_stage(*args, **kwargs) as files:
-                parts.append(len(files))
-                yield files
+        def counted_files(stage: Any, table: TableSpec, manifest: Manifest) -> int:
+            files[table.name] = len(manifest.files)
+            return real_files(stage, table, manifest)
 
         monkeypatch.setattr(target.client, "load_table_from_file", counted_load)
-        monkeypatch.setattr(loading, "parquet_stage", counted_stage)
+        monkeypatch.setattr(target, "load_files", counted_files)
         run = make_run()
-        records = make_records(spark, record_rows(run, count=400, batches=4)).repartition(6)
+        count = INLINE_ROWS + 200  # more rows than go inline
+        records = make_records(spark, record_rows(run, count=count, batches=4)).repartition(6)
         result = self.log(target, spark).write(run, records)
-        assert result.loaded["census.sync_log"] == 400
-        assert target.load_method == "parquet"
+        assert result.loaded["census.sync_log"] == count
         # The executors wrote several part files; one load job took them all. The one-row
         # metadata tables went inline, without a load job.
-        assert parts[0] > 1
+        assert files[SYNC_LOG.name] > 1
         assert len(loads) == 1
         assert result.loaded["census.source_objects"] == 1
         tables = target.client.list_tables(bigquery.DatasetReference(target.project, "census"))
         assert not [t.table_id for t in tables if t.table_id.startswith(STAGE_PREFIX)]
 
-    def test_a_large_driver_table_goes_through_a_load_job(self, target: BigQueryTarget) -> None:
+    def test_a_large_driver_table_goes_through_a_load_job(
+        self, target: BigQueryTarget, spark: SparkSession
+    ) -> None:
         rows = [{"id": i, "type": "DataWarehouse::Table", "name": f"T{i}"} for i in range(INLINE_ROWS + 1)]
-        table = arrow_rows(SOURCE_OBJECTS, rows)
         target.ensure([SOURCE_OBJECTS])
-        assert target.replace_rows(SOURCE_OBJECTS, table) == INLINE_ROWS + 1
-        assert target.replace_rows(SOURCE_OBJECTS, table.slice(0, 2)) == 2
+        assert target.replace_rows(SOURCE_OBJECTS, Rows.local(spark, SOURCE_OBJECTS, rows)) == INLINE_ROWS + 1
+        assert target.replace_rows(SOURCE_OBJECTS, Rows.local(spark, SOURCE_OBJECTS, rows[:2])) == 2
         relation = target.relation(SOURCE_OBJECTS).render()
         assert target.query(f"SELECT COUNT(*) AS n FROM {relation}").to_pylist() == [{"n": INLINE_ROWS + 1}]
 
@@ -161,8 +163,9 @@ class TestBigQuery(TargetConformance):
         row = {c: None for c in SYNC_LOG.column_names()}
         row.update(log_id="x", sync_id=1234, sync_run_id=5678, batch_number=0, record_payload="{not json")
         frame = spark.createDataFrame([row], SYNC_LOG.spark_schema())
-        with pytest.raises(TargetError, match=r"^BigQuery loading census\.sync_log_records: .*JSON"):
-            target.replace_rows(SYNC_LOG, frame)
+        # Text that is not JSON is a bug of ours, not an outage: BigQuery's error is raised as is.
+        with pytest.raises(BadRequest, match="JSON"):
+            target.replace_rows(SYNC_LOG, Rows.of(frame))
         assert self.count(target) == 40
         tables = target.client.list_tables(bigquery.DatasetReference(target.project, "census"))
         assert not [t.table_id for t in tables if t.table_id.startswith(STAGE_PREFIX)]
@@ -170,7 +173,7 @@ class TestBigQuery(TargetConformance):
     def test_parameters_bind_in_order_after_a_with_clause(self, target: BigQueryTarget) -> None:
         rows = target.query("WITH x AS (SELECT ? AS a) SELECT a, ? AS b FROM x WHERE a < ?", [1, 2, 3])
         assert rows.to_pylist() == [{"a": 1, "b": 2}]
-        with pytest.raises(TargetError, match="2 \\? markers but 1 parameters"):
+        with pytest.raises(ValueError, match="2 \\? markers but 1 parameters"):
             target.query("SELECT ?, ?", [1])
 
     def test_read_rows_streams_the_export_page_by_page(
@@ -243,9 +246,5 @@ def test_query_parameters_are_typed() -> None:
         "STRING",
         "ARRAY",
     ]
-    with pytest.raises(TargetError, match="cannot pass a object"):
+    with pytest.raises(TypeError, match="cannot pass a object"):
         query_parameters([object()])
-
-
-def test_no_connector_on_this_classpath(spark: SparkSession) -> None:
-    assert connector_available(spark) is False

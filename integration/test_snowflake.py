@@ -25,6 +25,7 @@ import pytest
 from harness.errors import ServerUnavailable
 from harness.fakesnow_server import FakesnowServer, fakesnow_patched, fakesnow_server
 from pyspark.sql import SparkSession
+from snowflake.connector.errors import ProgrammingError
 from snowflake_suite import SnowflakeSuite
 
 from synclog.config import Config
@@ -83,6 +84,29 @@ class TestSnowflake(SnowflakeSuite):
             assert target.relation(SYNC_LOG).render() == '"CENSUS"."LOGS"."SYNC_LOG_RECORDS"'
 
 
+class TestOutages:
+    """Only the connector's connection and server failures are outages (TargetError)."""
+
+    def test_sql_snowflake_rejects_passes_through(self, fakesnow: FakesnowServer) -> None:
+        target = registry().open(TargetURL.parse(server_url(fakesnow)))
+        with target, pytest.raises(ProgrammingError, match="NO_SUCH_TABLE"):
+            target.query("SELECT * FROM CENSUS.CENSUS.NO_SUCH_TABLE")
+
+    def test_a_server_gone_mid_session_is_an_outage(self) -> None:
+        with ExitStack() as stack:
+            try:
+                server = stack.enter_context(fakesnow_server())
+            except ServerUnavailable as exc:
+                pytest.skip(exc.reason)
+            url = TargetURL.parse(server_url(server)).with_query(network_timeout="5")
+            target = registry().open(url)
+            assert target.query("SELECT 1 AS n").to_pylist() == [{"N": 1}]
+        with pytest.raises(TargetError, match=r"^Snowflake: ") as caught:
+            target.query("SELECT 1 AS n")
+        assert "\n" not in str(caught.value)
+        target.close()
+
+
 class TestLauncherMode:
     """fakesnow's patched, in-process mode: what `fakesnow -m synclog demo …` runs on."""
 
@@ -93,8 +117,9 @@ class TestLauncherMode:
             except ServerUnavailable as exc:
                 pytest.skip(exc.reason)
             url = TargetURL.parse("snowflake://fake:snow@fakesnow/CENSUS")
-            with registry().open(url) as target:
-                config = Config(storage=Location.parse(str(tmp_path / "storage")))
+            storage = Location.parse(str(tmp_path / "storage"))
+            with registry().open(url, TargetSettings(storage=storage)) as target:
+                config = Config(storage=storage)
                 run = make_run()
                 SyncLog(target, config, spark).write_run(run, make_records(spark, record_rows(run)))
                 assert target.query(SEED_000_BY_SYNC).num_rows == 40

@@ -1,20 +1,38 @@
-"""`bigquery://PROJECT?location=…&endpoint=…`: the client, query parameters and one-line errors."""
+"""`bigquery://PROJECT?location=…&endpoint=…`: the client, query parameters, and what an outage is."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from google.api_core.exceptions import GoogleAPIError
+import requests
+from google.api_core import exceptions
+from google.auth import exceptions as auth_exceptions
 from google.cloud import bigquery
 
-from synclog.errors import ConfigError, TargetError
+from synclog.errors import ConfigError, outages
 from synclog.urls import TargetURL
+
+OUTAGES: tuple[type[BaseException], ...] = (
+    exceptions.InternalServerError,
+    exceptions.BadGateway,
+    exceptions.ServiceUnavailable,
+    exceptions.GatewayTimeout,
+    exceptions.TooManyRequests,
+    exceptions.RetryError,
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    auth_exceptions.TransportError,
+    ConnectionError,
+)
+"""BigQuery or the way to it failing (the transport and server errors the client retries, and
+RetryError once it gives up). A BadRequest, NotFound or Forbidden is an answer about our request
+(SQL, data, names, permissions) and is raised as it is."""
 
 _QUERY_KEYS = ("location", "endpoint")
 # String literals, quoted names and comments (where a `?` is text), or a `?` marker.
@@ -58,7 +76,7 @@ class ConnectionSettings:
     def client(self) -> bigquery.Client:
         """A client on Google's endpoint with default credentials, or on the given endpoint anonymously."""
         if self.endpoint is None:
-            with translated_errors("connecting to BigQuery"):
+            with outages(OUTAGES, "connecting to BigQuery"):
                 return bigquery.Client(project=self.project, location=self.location)
         from google.auth.credentials import AnonymousCredentials
 
@@ -98,7 +116,7 @@ def query_parameters(values: Sequence[Any]) -> list[Parameter]:
         if isinstance(value, list | tuple):
             kinds = {_scalar_type(v) for v in value if v is not None}
             if len(kinds) > 1:
-                raise TargetError(f"a query parameter array mixes types: {sorted(kinds)}")
+                raise TypeError(f"a query parameter array mixes types: {sorted(kinds)}")
             params.append(
                 bigquery.ArrayQueryParameter(f"p{i}", kinds.pop() if kinds else "STRING", list(value))
             )
@@ -124,23 +142,4 @@ def _scalar_type(value: Any) -> str:
         return "DATE"
     if isinstance(value, bytes):
         return "BYTES"
-    raise TargetError(f"cannot pass a {type(value).__name__} as a BigQuery query parameter")
-
-
-@contextmanager
-def translated_errors(what: str) -> Iterator[None]:
-    """Turn the client's (multi-line) errors into a one-line TargetError."""
-    try:
-        yield
-    except GoogleAPIError as exc:
-        raise TargetError(f"BigQuery {what}: {one_line(exc)}") from None
-
-
-def one_line(exc: GoogleAPIError) -> str:
-    """The first error message of a BigQuery failure, without URL, location and job id."""
-    errors = getattr(exc, "errors", None) or []
-    message = next((e.get("message") for e in errors if isinstance(e, dict) and e.get("message")), None)
-    if message is None:
-        first = (str(getattr(exc, "message", exc)).strip().splitlines() or [""])[0]
-        message = re.sub(r"^(GET|POST|PUT|PATCH|DELETE) \S+: ", "", first)
-    return " ".join(message.split()) or type(exc).__name__
+    raise TypeError(f"cannot pass a {type(value).__name__} as a BigQuery query parameter")

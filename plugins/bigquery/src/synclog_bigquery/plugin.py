@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from synclog.capabilities import Capabilities, Casefold
+from synclog.capabilities import Capabilities, Casefold, Staging
 from synclog.plugins.hookspecs import hookimpl
 from synclog.targets.base import Target, TargetSettings, TargetType
 from synclog.urls import TargetURL
@@ -16,6 +16,7 @@ CAPABILITIES = Capabilities(
     transactions=True,
     merge=True,
     partition_expiry=True,
+    staging=Staging.FILES,
 )
 
 

@@ -1,54 +1,48 @@
-"""The BigQuery target: datasets per layout, day-partitioned log tables, staged loads, swaps.
+"""The BigQuery target: datasets per layout, day-partitioned log tables, load jobs, swap scripts.
 
-Every write goes to a fresh staging table (one load job, or the connector's direct write), then
-one multi-statement transaction deletes the rows whose replace key is staged and inserts the
-staged rows, parsing JSON text into JSON. Retention: partitions expire after the longest
+Every load follows synclog's load protocol: a fresh staging table (created through the API,
+expiring by itself if left behind) is filled by one load job (or one INSERT for a few rows),
+then one multi-statement transaction deletes the rows whose replace key is staged and inserts
+the staged rows, parsing JSON text into JSON. Retention: partitions expire after the longest
 retention configured for the table; a DELETE removes rows of syncs that keep them for less.
 """
 
 from __future__ import annotations
 
-import math
 import time
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 import pyarrow as pa
-from google.api_core.exceptions import NotFound
+from google.api_core.exceptions import BadRequest, GoogleAPIError, NotFound
 from google.cloud import bigquery
-from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities
 from synclog.config import DEFAULT_RETENTION_DAYS
-from synclog.errors import ConfigError, TargetError
+from synclog.errors import ConfigError, TargetError, first_line, outages
 from synclog.naming import Relation
+from synclog.storage.manifest import Manifest
 from synclog.targets import export
-from synclog.targets.base import Cutoffs, TargetSettings
-from synclog.targets.sql import SqlTarget
-from synclog.targets.tables import ColumnType, Rows, TableSpec
+from synclog.targets.base import TargetSettings
+from synclog.targets.sql import SqlTarget, Statement
+from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.urls import TargetURL
-from synclog_bigquery.connection import (
-    ConnectionSettings,
-    named_markers,
-    query_parameters,
-    translated_errors,
-)
-from synclog_bigquery.connector import connector_available, write_with_connector
-from synclog_bigquery.loading import INLINE_ROWS, inline_rows, load_parquet, stage_schema
+from synclog_bigquery.connection import OUTAGES, ConnectionSettings, named_markers, query_parameters
+from synclog_bigquery.loading import INLINE_BYTES, INLINE_ROWS, inline_rows, load_job
 from synclog_bigquery.plugin import CAPABILITIES
 
 CLUSTER_BY = ("sync_id", "sync_run_id")
 EXPIRY_OPTION = "partition_expiration_days"
 """Target option: partition expiry of new tables until a cleanup sets the configured retention."""
-STAGE_PREFIX = "_synclog_stage_"
 STAGE_LIFETIME = timedelta(days=1)
 """A staging table left behind by a crash expires by itself."""
 _DAY_MS = 86_400_000
 _SWAP_ATTEMPTS = 5
+_CONCURRENT_UPDATE = "concurrent update"
+"""BigQuery aborts one of two transactions that change the same table at once (a BadRequest)."""
 
 
 class BigQueryTarget(SqlTarget):
@@ -59,7 +53,6 @@ class BigQueryTarget(SqlTarget):
         ColumnType.BIGINT: "INT64",
         ColumnType.INTEGER: "INT64",
         ColumnType.STRING: "STRING",
-        ColumnType.JSON: "JSON",
         ColumnType.TIMESTAMP: "TIMESTAMP",
         ColumnType.BOOLEAN: "BOOL",
     }
@@ -70,11 +63,8 @@ class BigQueryTarget(SqlTarget):
         self.expiration_days = _expiry_days(settings.options.get(EXPIRY_OPTION, DEFAULT_RETENTION_DAYS))
         self.client = self.connection.client()
         self.project: str = self.client.project
-        self.load_method: str | None = None
-        """How the last Spark frame was staged: "connector" or "parquet"."""
         self._session: str | None = None
         self._datasets: set[str] = set()
-        self._connector: bool | None = None
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -91,25 +81,27 @@ class BigQueryTarget(SqlTarget):
 
     # -- statements ----------------------------------------------------------------------------
 
+    def _errors(self, what: str) -> AbstractContextManager[None]:
+        return outages(OUTAGES, f"BigQuery {what}")
+
     def _run(
         self,
         sql: str,
         params: Sequence[Any] = (),
         *,
         prepared: Sequence[Any] = (),
-        what: str = "query failed",
         **config: Any,
     ) -> bigquery.QueryJob:
         """Run `sql` with `?`-marked `params` (or `prepared` named parameters) and wait for it."""
         if params:
             sql, markers = named_markers(sql)
             if markers != len(params):
-                raise TargetError(f"the query has {markers} ? markers but {len(params)} parameters")
+                raise ValueError(f"the query has {markers} ? markers but {len(params)} parameters")
         parameters = list(prepared) or query_parameters(params)
         job_config = bigquery.QueryJobConfig(query_parameters=parameters, **config)
         if self._session is not None:
             job_config.connection_properties = [bigquery.ConnectionProperty("session_id", self._session)]
-        with translated_errors(what):
+        with self._errors("query"):
             job = self.client.query(sql, job_config=job_config)
             job.result()
         return job
@@ -118,36 +110,43 @@ class BigQueryTarget(SqlTarget):
         return int(self._run(sql, params).num_dml_affected_rows or 0)
 
     def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with translated_errors("query failed"):
-            return [tuple(row.values()) for row in self._run(sql, params).result()]
+        job = self._run(sql, params)
+        with self._errors("reading a result"):
+            return [tuple(row.values()) for row in job.result()]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        with translated_errors("query failed"):
-            return self._run(sql, params).to_arrow(create_bqstorage_client=False)
-
-    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
-        """Stream the finished query's result page by page, one Parquet row group per page."""
         job = self._run(sql, params)
-        with translated_errors("reading the result"):
-            pages = job.result(page_size=export.CHUNK_ROWS).to_arrow_iterable()
-            export.write_batches(path, schema, pages)
+        with self._errors("reading a result"):
+            return job.to_arrow(create_bqstorage_client=False)
+
+    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The finished query's result page by page (`CHUNK_ROWS` rows a page), fetched as consumed."""
+        job = self._run(sql, params)
+        with self._errors("reading a result"):
+            pages = iter(job.result(page_size=export.CHUNK_ROWS).to_arrow_iterable())
+        while True:
+            with self._errors("reading a result"):
+                page = next(pages, None)
+            if page is None:
+                return
+            yield page
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """A BigQuery session holding one multi-statement transaction."""
         if self._session is not None:
-            raise TargetError("BigQuery transactions do not nest")
+            raise RuntimeError("BigQuery transactions do not nest")
         begin = self._run("BEGIN TRANSACTION", create_session=True)
         self._session = begin.session_info.session_id
         try:
             yield
             self._run("COMMIT TRANSACTION")
         except BaseException:
-            with suppress(TargetError):
+            with suppress(TargetError, GoogleAPIError):  # the error that ended the transaction is raised
                 self._run("ROLLBACK TRANSACTION")
             raise
         finally:
-            with suppress(TargetError):
+            with suppress(TargetError, GoogleAPIError):
                 self._run("CALL BQ.ABORT_SESSION()")
             self._session = None
 
@@ -159,7 +158,7 @@ class BigQueryTarget(SqlTarget):
         super().ensure(tables)
         for table in tables:
             if table.time_column is not None:
-                self._set_expiry(table, self.expiration_days, only_if_unset=True)
+                self._set_expiry(self.relation(table), self.expiration_days, only_if_unset=True)
 
     def _ensure_dataset(self, name: str) -> None:
         if name in self._datasets:
@@ -167,7 +166,7 @@ class BigQueryTarget(SqlTarget):
         dataset = bigquery.Dataset(bigquery.DatasetReference(self.project, name))
         if self.connection.location:
             dataset.location = self.connection.location
-        with translated_errors(f"creating dataset {name}"):
+        with self._errors(f"creating dataset {name}"):
             self.client.create_dataset(dataset, exists_ok=True)
         self._datasets.add(name)
 
@@ -195,17 +194,16 @@ class BigQueryTarget(SqlTarget):
         return f"IF({expression} IS NULL, NULL, TO_JSON_STRING({expression}))"
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
-        with translated_errors(f"reading {relation}"):
+        with self._errors(f"reading {relation}"):
             try:
                 found = self.client.get_table(self.table_ref(relation))
             except NotFound:
                 return None
         return [field.name for field in found.schema]
 
-    def _set_expiry(self, table: TableSpec, days: int, *, only_if_unset: bool = False) -> None:
-        """Let `table`'s day partitions expire after `days` days (tables not partitioned are left)."""
-        relation = self.relation(table)
-        with translated_errors(f"setting the partition expiry of {relation}"):
+    def _set_expiry(self, relation: Relation, days: int, *, only_if_unset: bool = False) -> None:
+        """Let `relation`'s day partitions expire after `days` days (tables not partitioned are left)."""
+        with self._errors(f"setting the partition expiry of {relation}"):
             found = self.client.get_table(self.table_ref(relation))
             partitioning = found.time_partitioning
             wanted = max(days, 1) * _DAY_MS
@@ -217,87 +215,84 @@ class BigQueryTarget(SqlTarget):
             found.time_partitioning = partitioning
             self.client.update_table(found, ["time_partitioning"])
 
-    # -- loading -------------------------------------------------------------------------------
+    # -- loading: a staging table through the API, a load job, one swap script ------------------
 
-    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
-        spec = self.table_spec(table)
-        relation = self.relation(spec)
-        if isinstance(rows, pa.Table) and rows.num_rows <= INLINE_ROWS:
-            if rows.num_rows:
-                self._swap(relation, "UNNEST(@rows)", spec, [inline_rows("rows", spec, rows)])
-            return rows.num_rows
-        stage = relation.with_name(f"{STAGE_PREFIX}{uuid.uuid4().hex}")
-        ref = self.table_ref(stage)
-        with translated_errors(f"loading {relation}"):
-            staged = bigquery.Table(ref, schema=stage_schema(spec))
-            staged.expires = datetime.now(UTC) + STAGE_LIFETIME
+    def stage_type(self, column: Column) -> str:
+        """JSON is staged as text (PARSE_JSON in the swap); every INTEGER is INT64 already."""
+        return "STRING" if column.type is ColumnType.JSON else self.type_name(column.type)
+
+    def _stage_fields(self, table: TableSpec) -> list[bigquery.SchemaField]:
+        return [bigquery.SchemaField(c.name, self.stage_type(c)) for c in table.columns]
+
+    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+        staged = bigquery.Table(self.table_ref(stage), schema=self._stage_fields(table))
+        staged.expires = datetime.now(UTC) + STAGE_LIFETIME
+        with self._errors(f"creating {stage}"):
             self.client.create_table(staged)
-            try:
-                count = self._stage(ref, spec, rows)
-                if count:
-                    self._swap(relation, stage.render(), spec)
-            finally:
-                self.client.delete_table(ref, not_found_ok=True)
-        return count
 
-    def _stage(self, ref: bigquery.TableReference, table: TableSpec, rows: Rows) -> int:
-        """Fill the staging table; return its row count."""
-        if isinstance(rows, DataFrame) and self._connector_for(rows):
-            self.load_method = "connector"
-            write_with_connector(rows.select(*table.column_names()), str(ref), self.project)
-            return int(self.client.get_table(ref).num_rows or 0)
-        if isinstance(rows, DataFrame):
-            self.load_method = "parquet"
-        return load_parquet(self.client, ref, table, rows, self.settings.staging_dir)
+    def drop_stage(self, stage: Relation) -> None:
+        with self._errors(f"dropping {stage}"):
+            self.client.delete_table(self.table_ref(stage), not_found_ok=True)
 
-    def _connector_for(self, frame: DataFrame) -> bool:
-        if self.connection.endpoint is not None:
-            return False  # the connector talks to Google only
-        if self._connector is None:
-            self._connector = connector_available(frame.sparkSession)
-        return self._connector
+    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
+        """One load job of one local Parquet file that the manifest's files are streamed into.
 
-    def _swap(self, relation: Relation, source: str, table: TableSpec, prepared: Sequence[Any] = ()) -> None:
-        """Replace the rows whose key is in `source` (a table or UNNEST) by its rows, in one transaction."""
-        columns = ", ".join(self.quote(c) for c in table.column_names())
-        values = ", ".join(_parsed(f"S.{self.quote(c.name)}", c.type) for c in table.columns)
-        matches = " AND ".join(f"S.{self.quote(k)} = T.{self.quote(k)}" for k in table.replace_key)
-        target = relation.render()
-        script = (
-            "BEGIN TRANSACTION;\n"
-            f"DELETE FROM {target} AS T WHERE EXISTS (SELECT 1 FROM {source} AS S WHERE {matches});\n"
-            f"INSERT INTO {target} ({columns}) SELECT {values} FROM {source} AS S;\n"
-            "COMMIT TRANSACTION;"
+        A load of up to INLINE_ROWS small rows is one INSERT from a query parameter instead.
+        """
+        schema = self.stage_schema(table)
+        fields = self._stage_fields(table)
+        batches: Iterable[pa.RecordBatch] = manifest.batches(schema)
+        if manifest.rows <= INLINE_ROWS:
+            rows = manifest.dataset(schema).to_table()
+            if rows.nbytes <= INLINE_BYTES:
+                columns = ", ".join(self.quote(c) for c in table.column_names())
+                picked = ", ".join(f"S.{self.quote(c)}" for c in table.column_names())
+                sql = f"INSERT INTO {stage.render()} ({columns}) SELECT {picked} FROM UNNEST(@rows) AS S"
+                job = self._run(sql, prepared=[inline_rows("rows", fields, rows)])
+                return int(job.num_dml_affected_rows or 0)
+            batches = rows.to_batches()
+        with self._errors(f"loading {stage}"):
+            return load_job(self.client, self.table_ref(stage), fields, schema, batches)
+
+    def staged_value_sql(self, column: Column) -> str:
+        """JSON text parsed into JSON (numbers too large for a double are rounded)."""
+        if column.type is ColumnType.JSON:
+            return f"PARSE_JSON({self.quote(column.name)}, wide_number_mode => 'round')"
+        return self.quote(column.name)
+
+    def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
+        """EXISTS: BigQuery has no `(a, b) IN (SELECT a, b …)`."""
+        matches = " AND ".join(f"S.{self.quote(k)} = T.{self.quote(k)}" for k in key)
+        return f"DELETE FROM {target} AS T WHERE EXISTS (SELECT 1 FROM {staged} AS S WHERE {matches})"
+
+    def run_swap(self, statements: Sequence[Statement]) -> None:
+        """The statements as one BEGIN … COMMIT script: one job, no session to keep.
+
+        A transaction that BigQuery aborts for a concurrent update of the table is run again,
+        with growing pauses; when it still conflicts, that is an outage (a later flush loads it).
+        """
+        script = "\n".join(
+            ["BEGIN TRANSACTION;", *(f"{sql};" for sql, _ in statements), "COMMIT TRANSACTION;"]
         )
+        params = [value for _, values in statements for value in values]
         for attempt in range(1, _SWAP_ATTEMPTS + 1):
             try:
-                self._run(script, prepared=prepared, what=f"loading {relation}")
+                self._run(script, params)
                 return
-            except TargetError as exc:
-                # BigQuery aborts one of two transactions that change the same table at once.
-                if "concurrent update" not in str(exc) or attempt == _SWAP_ATTEMPTS:
+            except BadRequest as exc:
+                if _CONCURRENT_UPDATE not in str(exc):
                     raise
+                if attempt == _SWAP_ATTEMPTS:
+                    raise TargetError(f"BigQuery swap: {first_line(exc)}") from None
                 time.sleep(2**attempt)
 
     # -- retention -----------------------------------------------------------------------------
 
-    def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
-        if table.time_column is None:
-            return 0
-        if cutoffs.now is not None:
-            oldest = min([cutoffs.default, *cutoffs.per_sync.values()])
-            self._set_expiry(table, math.ceil((cutoffs.now - oldest) / timedelta(days=1)))
-        return super().delete_expired(table, cutoffs)
+    def expire_partitions(self, table: TableSpec, relation: Relation, days: int) -> None:
+        self._set_expiry(relation, days)
 
     def close(self) -> None:
         self.client.close()
-
-
-def _parsed(column: str, type_: ColumnType) -> str:
-    """A staged column as the log table stores it: JSON text parsed (large numbers rounded)."""
-    if type_ is ColumnType.JSON:
-        return f"PARSE_JSON({column}, wide_number_mode => 'round')"
-    return column
 
 
 def _expiry_days(value: Any) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from synclog.capabilities import Capabilities, Casefold
+from synclog.capabilities import Capabilities, Casefold, Staging
 
 MAX_VARIANT_BYTES = 16 * 1024 * 1024
 """Snowflake's limit for one VARIANT value (16 MB)."""
@@ -17,5 +17,6 @@ CAPABILITIES = Capabilities(
     three_part_names=True,
     transactions=True,
     merge=True,
+    staging=Staging.FILES,
     max_json_bytes=MAX_VARIANT_BYTES - ROW_HEADROOM_BYTES,
 )

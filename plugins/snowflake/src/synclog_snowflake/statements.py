@@ -12,7 +12,7 @@ from synclog.targets.tables import Column, ColumnType, TableSpec
 def put_sql(path: str, stage: Relation, prefix: str) -> str:
     """Upload one local file, as is (Parquet is compressed already), under `@stage/prefix/`."""
     if "'" in path:
-        raise ConfigError(f"staging path {path!r} contains a quote; choose another staging_dir")
+        raise ConfigError(f"staged file {path!r} contains a quote; choose a `storage` folder without one")
     return f"PUT 'file://{path}' @{stage.render()}/{prefix}/ AUTO_COMPRESS = FALSE OVERWRITE = TRUE"
 
 

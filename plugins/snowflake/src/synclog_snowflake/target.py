@@ -4,30 +4,49 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from typing import Any, ClassVar
 
 import pyarrow as pa
 import snowflake.connector
+from snowflake.connector import errors
 
 from synclog.capabilities import Capabilities
-from synclog.errors import TargetError
+from synclog.errors import TargetError, outages
 from synclog.naming import Relation
+from synclog.storage.manifest import Manifest
 from synclog.targets import export
 from synclog.targets.base import TargetSettings
 from synclog.targets.sql import SqlTarget
-from synclog.targets.tables import ColumnType, Rows, TableSpec
+from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
 from synclog_snowflake.capabilities import CAPABILITIES
 from synclog_snowflake.connection import ConnectionSettings, connection_settings
-from synclog_snowflake.files import parquet_files
 from synclog_snowflake.statements import copy_sql, put_sql
 
-STAGE = "SYNCLOG_STAGE"
-"""A temporary stage per schema and session: it goes away with the connection."""
-LOAD_TABLE_PREFIX = "SYNCLOG_LOAD_"
-"""Transient tables that hold one load between COPY and the replacing transaction."""
+FILE_STAGE = "SYNCLOG_STAGE"
+"""A temporary stage per schema and session that the staged files are PUT to; it goes with the session."""
+
+OUTAGES: tuple[type[BaseException], ...] = (
+    errors.OperationalError,
+    errors.InternalServerError,
+    errors.BadGatewayError,
+    errors.ServiceUnavailableError,
+    errors.GatewayTimeoutError,
+    errors.RequestTimeoutError,
+    errors.TooManyRequests,
+    errors.OtherHTTPRetryableError,
+    errors.RequestExceedMaxRetryError,
+)
+"""What the connector raises when Snowflake cannot be reached or fails, once its own retries are spent.
+
+OperationalError covers lost connections, failed requests and uploads to the stage; the HTTP
+errors are server statuses (5xx, 408, 429); RequestExceedMaxRetryError is the stage's storage.
+Not outages: ProgrammingError and the other DatabaseErrors (SQL or data Snowflake rejects),
+InterfaceError (a closed cursor, a row that does not convert: misuse on our side), and a plain
+DatabaseError after connecting ("Connection is closed": this target closed it).
+"""
 
 
 class SnowflakeTarget(SqlTarget):
@@ -39,7 +58,6 @@ class SnowflakeTarget(SqlTarget):
         ColumnType.BIGINT: "NUMBER(38,0)",
         ColumnType.INTEGER: "NUMBER(38,0)",
         ColumnType.STRING: "VARCHAR",
-        ColumnType.JSON: "VARIANT",
         ColumnType.TIMESTAMP: "TIMESTAMP_TZ",
         ColumnType.BOOLEAN: "BOOLEAN",
     }
@@ -48,19 +66,33 @@ class SnowflakeTarget(SqlTarget):
         conn = connection_settings(url, settings)
         super().__init__(url, replace(settings, database=conn.database))
         self.connection = _connect(conn)
-        self._stages: set[Relation] = set()
+        self._file_stages: set[Relation] = set()
         self._database_exists = False
 
     # -- DB-API ------------------------------------------------------------------------------
 
+    def _errors(self) -> AbstractContextManager[None]:
+        return outages(OUTAGES, "Snowflake")
+
     def _cursor(self, sql: str, params: Sequence[Any]) -> Any:
         cursor = self.connection.cursor()
         try:
-            cursor.execute(sql, list(params) if params else None)
-        except snowflake.connector.Error as exc:
+            with self._errors():
+                cursor.execute(sql, list(params) if params else None)
+        except BaseException:
             cursor.close()
-            raise TargetError(f"Snowflake: {_one_line(exc)}") from None
+            raise
         return cursor
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A query's column names and all its (small) result rows."""
+        cursor = self._cursor(sql, params)
+        try:
+            with self._errors():
+                rows = [tuple(row) for row in cursor.fetchall()]
+            return [d[0] for d in cursor.description], rows
+        finally:
+            cursor.close()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         cursor = self._cursor(sql, params)
@@ -69,35 +101,27 @@ class SnowflakeTarget(SqlTarget):
         return max(count or 0, 0)
 
     def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = self._cursor(sql, params)
-        try:
-            return [tuple(row) for row in cursor.fetchall()]
-        finally:
-            cursor.close()
+        return self._rows(sql, params)[1]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        cursor = self._cursor(sql, params)
-        try:
-            rows = cursor.fetchall()
-            names = [d[0] for d in cursor.description]
-        finally:
-            cursor.close()
+        names, rows = self._rows(sql, params)
         arrays = [pa.array([row[i] for row in rows]) for i in range(len(names))]
         return pa.Table.from_arrays(arrays, names=names)
 
-    def export_parquet(self, sql: str, params: Sequence[Any], path: str, schema: pa.Schema) -> None:
-        """Stream the result with `fetchmany`, one Parquet row group per chunk.
+    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The result `fetchmany(CHUNK_ROWS)` at a time, typed with `schema`.
 
         The connector downloads the result's chunks as the rows are consumed (a few ahead), so
         the driver holds one chunk of rows and a few of the warehouse's result chunks at most.
         """
-        chunk = export.CHUNK_ROWS
         cursor = self._cursor(sql, params)
         try:
-            chunks = iter(lambda: cursor.fetchmany(chunk), [])
-            export.write_batches(path, schema, (export.rows_batch(rows, schema) for rows in chunks))
-        except snowflake.connector.Error as exc:
-            raise TargetError(f"Snowflake: {_one_line(exc)}") from None
+            while True:
+                with self._errors():
+                    rows = cursor.fetchmany(export.CHUNK_ROWS)
+                if not rows:
+                    return
+                yield export.rows_batch(rows, schema)
         finally:
             cursor.close()
 
@@ -154,56 +178,50 @@ class SnowflakeTarget(SqlTarget):
     def _has_database(self) -> bool:
         """Whether the database exists (SHOW, not CREATE … IF NOT EXISTS: see FAKESNOW_NOTES)."""
         if not self._database_exists:
-            cursor = self._cursor("SHOW DATABASES", ())
-            try:
-                name = [d[0].lower() for d in cursor.description].index("name")
-                wanted = self.capabilities.casefold.apply(self.settings.database or "")
-                self._database_exists = any(row[name] == wanted for row in cursor.fetchall())
-            finally:
-                cursor.close()
+            names, rows = self._rows("SHOW DATABASES", ())
+            name = [n.lower() for n in names].index("name")
+            wanted = self.capabilities.casefold.apply(self.settings.database or "")
+            self._database_exists = any(row[name] == wanted for row in rows)
         return self._database_exists
 
-    # -- loading -----------------------------------------------------------------------------
+    # -- loading: PUT the staged files, COPY them into a transient table ---------------------
 
-    def replace_rows(self, table: TableSpec, rows: Rows) -> int:
-        """PUT Parquet files to a stage, COPY them into a transient table, then swap in one transaction.
+    def stage_schema(self, table: TableSpec) -> pa.Schema:
+        """Timestamps travel as epoch microseconds, which COPY turns back with TO_TIMESTAMP_TZ(…, 6).
 
-        The DELETE of the rows whose `replace_key` the load carries and the INSERT of the load
-        commit together, so a replay leaves one copy and readers never see a half-replaced key.
+        That spelling means the same on every Parquet reader, unlike unit-annotated timestamps.
         """
-        spec = self.table_spec(table)
-        relation = self.relation(spec)
-        with parquet_files(spec, rows, self.settings.staging_dir) as files:
-            if not files:
-                return 0
-            load = uuid.uuid4().hex
-            stage = self._stage(relation)
-            for path in files:
-                self.execute(put_sql(path, stage, load))
-            staged = relation.with_name(f"{LOAD_TABLE_PREFIX}{load}")
-            columns = ", ".join(self.column_sql(c) for c in spec.columns)
-            self.execute(
-                f"CREATE TRANSIENT TABLE {staged.render()} ({columns}) DATA_RETENTION_TIME_IN_DAYS = 0"
-            )
-            try:
-                self.execute(copy_sql(staged, spec, stage, load, self.type_names))
-                names = ", ".join(self.quote(c) for c in spec.column_names())
-                with self.transaction():
-                    self.execute(
-                        f"DELETE FROM {relation.render()} "
-                        f"WHERE {self.key_match_sql(staged.render(), spec.replace_key)}"
-                    )
-                    return self.execute(
-                        f"INSERT INTO {relation.render()} ({names}) SELECT {names} FROM {staged.render()}"
-                    )
-            finally:
-                self.execute(f"DROP TABLE IF EXISTS {staged.render()}")
+        return pa.schema(
+            [
+                pa.field(c.name, pa.int64() if c.type is ColumnType.TIMESTAMP else c.type.arrow())
+                for c in table.columns
+            ]
+        )
 
-    def _stage(self, relation: Relation) -> Relation:
-        stage = relation.with_name(STAGE)
-        if stage not in self._stages:
+    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+        """A transient table (COPY cannot load a temporary one on fakesnow), without Time Travel."""
+        columns = ", ".join(self.column_sql(c) for c in table.columns)
+        self.execute(f"CREATE TRANSIENT TABLE {stage.render()} ({columns}) DATA_RETENTION_TIME_IN_DAYS = 0")
+
+    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
+        """PUT each file under a fresh prefix of the session's stage, then COPY them with a transform.
+
+        Files in an object store are downloaded first: PUT uploads from this machine's disk.
+        """
+        files = self._file_stage(stage)
+        prefix = uuid.uuid4().hex
+        with manifest.local_paths() as paths:
+            for path in paths:
+                self.execute(put_sql(path, files, prefix))
+        names, rows = self._rows(copy_sql(stage, table, files, prefix, self.type_names), ())
+        loaded = [n.lower() for n in names].index("rows_loaded")
+        return sum(int(row[loaded]) for row in rows)
+
+    def _file_stage(self, relation: Relation) -> Relation:
+        stage = relation.with_name(FILE_STAGE)
+        if stage not in self._file_stages:
             self.execute(f"CREATE TEMPORARY STAGE IF NOT EXISTS {stage.render()}")
-            self._stages.add(stage)
+            self._file_stages.add(stage)
         return stage
 
     def close(self) -> None:
@@ -211,15 +229,8 @@ class SnowflakeTarget(SqlTarget):
 
 
 def _connect(settings: ConnectionSettings) -> Any:
+    """Every failure to log in is an outage: nothing of ours has run yet."""
+    where = f"cannot connect to Snowflake account {settings.account} as {settings.user}"
     # Looked up at call time, so that fakesnow's patch (`fakesnow -m synclog …`) applies.
-    try:
+    with outages((snowflake.connector.Error,), where):
         return snowflake.connector.connect(**settings.connect_kwargs())
-    except snowflake.connector.Error as exc:
-        raise TargetError(
-            f"cannot connect to Snowflake account {settings.account} as {settings.user}: {_one_line(exc)}"
-        ) from None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
