@@ -136,11 +136,11 @@ def connect_env(connect: SparkConnectServer, s3: S3Server) -> dict[str, str]:
 
 
 def s3_config(folder: Path, s3: S3Server) -> Path:
-    """A synclog.toml whose storage is a fresh prefix of a fresh bucket."""
+    """A config file (for `--config`) whose storage is a fresh prefix of a fresh bucket."""
     bucket = f"storage-{uuid.uuid4().hex[:12]}"
     s3.create_bucket(bucket)
     folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "synclog.toml"
+    config = folder / "s3.toml"  # not ./synclog.toml: a command without --config must not see it
     config.write_text(f'storage = "s3://{bucket}/synclog"\n')
     return config
 

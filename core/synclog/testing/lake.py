@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pyarrow.fs as pafs
 import pytest
 
 from synclog.storage.location import Location
@@ -33,7 +34,14 @@ from each file's path, and the identifier checks' statuses are census rejections
 
 def create_bucket(name: str) -> None:
     """Create the bucket `name` on the endpoint of the `AWS_*` variables."""
-    Location.parse(f"s3://{name}").filesystem().create_dir(name)
+    where = Location.parse(f"s3://{name}")
+    pafs.S3FileSystem(
+        access_key=where.access_key,
+        secret_key=where.secret_key,
+        region=where.region,
+        endpoint_override=where.endpoint_url,
+        allow_bucket_creation=True,
+    ).create_dir(name)
 
 
 class LakeConformance(TargetConformance):
