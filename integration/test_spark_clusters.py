@@ -16,6 +16,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -33,12 +34,16 @@ from harness.spark_cluster import (
     spark_standalone,
     subprocess_env,
 )
+from pyspark.sql import SparkSession
 
+from synclog.cli.demo import emit_inputs
 from synclog.cli.main import main
+from synclog.demo.simulator import history, records
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 
 REPO = Path(__file__).resolve().parent.parent
+SCALE = 0.05
 STATUS_COUNTS = "SELECT status, invalid_reason, COUNT(*) AS n FROM census.sync_log GROUP BY ALL ORDER BY ALL"
 STATUS_COUNTS_PG = (
     "SELECT status, invalid_reason, COUNT(*) AS n FROM census.sync_log GROUP BY 1, 2 ORDER BY 1, 2"
@@ -71,20 +76,29 @@ def postgres() -> Iterator[PostgresServer]:
         pytest.skip(exc.reason)
 
 
+APP_CORES = "2"
+"""Cores each application takes: the Connect server's application keeps its executors while the
+command-line drivers run, so the worker offers twice as many (2 cores, oversubscribed)."""
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[SparkCluster]:
     try:
-        with spark_standalone() as running:
+        with spark_standalone(cores=2 * int(APP_CORES)) as running:
             yield running
     except ServerUnavailable as exc:
         pytest.skip(exc.reason)
+
+
+def driver_conf(cluster: SparkCluster) -> dict[str, str]:
+    return {**cluster.driver_conf, "spark.cores.max": APP_CORES}
 
 
 @pytest.fixture(scope="module")
 def connect(cluster: SparkCluster) -> Iterator[SparkConnectServer]:
     """A Spark Connect server whose executors are the cluster's."""
     try:
-        with spark_connect_server(conf=cluster.driver_conf) as server:
+        with spark_connect_server(conf=driver_conf(cluster)) as server:
             yield server
     except ServerUnavailable as exc:
         pytest.skip(exc.reason)
@@ -99,12 +113,11 @@ def local_config(shared: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def run_inputs(shared: Path, local_config: list[str]) -> Path:
-    """One simulated run's inputs (run.json, records.parquet), as `synclog demo --emit-inputs` writes them."""
-    inputs = shared / "inputs"
-    demo = ["demo", "--scale", "0.02", "--target", f"duckdb:///{shared / 'demo.duckdb'}"]
-    assert main([*local_config, *demo, "--emit-inputs", str(inputs)]) == 0
-    return sorted(inputs.iterdir())[0]
+def run_inputs(shared: Path, spark: SparkSession) -> Path:
+    """The demo's first run (run.json, records.parquet), as `synclog demo --emit-inputs` writes it."""
+    first = history(datetime.now(UTC), SCALE)[0]
+    emit_inputs(shared / "inputs", first.run.to_dict(), records(spark, first, SCALE))
+    return shared / "inputs" / str(first.run.sync_run_id)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +131,7 @@ def local_counts(run_inputs: Path, shared: Path, local_config: list[str]) -> lis
 def cluster_env(cluster: SparkCluster, s3: S3Server, conf_dir: Path) -> dict[str, str]:
     """What a driver process of the cluster needs: its master, Spark settings, S3 keys."""
     conf_dir.mkdir(parents=True, exist_ok=True)
-    defaults = "\n".join(f"{key} {value}" for key, value in cluster.driver_conf.items())
+    defaults = "\n".join(f"{key} {value}" for key, value in driver_conf(cluster).items())
     (conf_dir / "spark-defaults.conf").write_text(defaults + "\n")
     return subprocess_env(
         {

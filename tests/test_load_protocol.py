@@ -1,0 +1,87 @@
+"""The core's load protocol on DuckDB: the swap by transaction and by MERGE replace the same rows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from pyspark.sql import SparkSession
+
+from synclog.capabilities import Capabilities
+from synclog.errors import ConfigError
+from synclog.storage.location import Location
+from synclog.targets.base import TargetSettings
+from synclog.targets.duckdb import CAPABILITIES, DuckDBTarget
+from synclog.targets.rows import Rows
+from synclog.targets.tables import Column, ColumnType, TableSpec
+from synclog.urls import TargetURL
+
+TABLE = TableSpec(
+    layout="probe",
+    schema="probe",
+    name="rows",
+    columns=(
+        Column("sync_id", ColumnType.BIGINT),
+        Column("sync_run_id", ColumnType.BIGINT),
+        Column("batch_number", ColumnType.INTEGER),
+        Column("row_id", ColumnType.STRING),
+        Column("payload", ColumnType.JSON),
+    ),
+    replace_key=("sync_run_id", "batch_number"),
+)
+
+
+class MergingDuckDB(DuckDBTarget):
+    """DuckDB declaring no multi-statement transactions: the core swaps with one MERGE."""
+
+    capabilities: ClassVar[Capabilities] = replace(CAPABILITIES, transactions=False, merge=True)
+
+
+class StuckDuckDB(DuckDBTarget):
+    """DuckDB declaring neither: the core cannot replace rows atomically."""
+
+    capabilities: ClassVar[Capabilities] = replace(CAPABILITIES, transactions=False, merge=False)
+
+
+def row(sync_id: int, run: int, batch: int, row_id: str) -> dict[str, object]:
+    return {"sync_id": sync_id, "sync_run_id": run, "batch_number": batch, "row_id": row_id, "payload": "{}"}
+
+
+def open_target(kind: type[DuckDBTarget], tmp_path: Path) -> DuckDBTarget:
+    settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
+    target = kind(TargetURL.parse(f"duckdb:///{tmp_path / 'load.duckdb'}"), settings)
+    target.ensure([TABLE])
+    return target
+
+
+def contents(target: DuckDBTarget) -> list[tuple[object, ...]]:
+    return target.fetch("SELECT sync_id, sync_run_id, batch_number, row_id FROM probe.rows ORDER BY ALL")
+
+
+@pytest.mark.parametrize("kind", [DuckDBTarget, MergingDuckDB])
+def test_replace_by_key_and_by_scope(kind: type[DuckDBTarget], spark: SparkSession, tmp_path: Path) -> None:
+    target = open_target(kind, tmp_path)
+    first = [row(1, 10, 0, "a"), row(1, 10, 0, "b"), row(1, 10, 1, "c"), row(2, 20, 0, "d")]
+    assert target.replace_rows(TABLE, Rows.local(spark, TABLE, first)) == 4
+    # Batch 0 of run 10 again, with one row: its other row goes, batch 1 and run 20 stay.
+    assert target.replace_rows(TABLE, Rows.of(spark.createDataFrame([row(1, 10, 0, "x")]))) == 1
+    assert contents(target) == [(1, 10, 0, "x"), (1, 10, 1, "c"), (2, 20, 0, "d")]
+    # A scope replaces all of sync 1, even with no rows at all.
+    assert target.replace_rows(TABLE, Rows.local(spark, TABLE, []), {"sync_id": 1}) == 0
+    assert contents(target) == [(2, 20, 0, "d")]
+    assert target.replace_rows(TABLE, Rows.local(spark, TABLE, [row(2, 21, 0, "e")]), {"sync_id": 2}) == 1
+    assert contents(target) == [(2, 21, 0, "e")]
+    stages = "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '_synclog_stage%'"
+    assert target.fetch(stages) == [(0,)]
+    assert not list((tmp_path / "storage").rglob("*.parquet")), "staged files are removed after the load"
+    target.close()
+
+
+def test_a_target_without_transactions_or_merge_cannot_replace(spark: SparkSession, tmp_path: Path) -> None:
+    target = open_target(StuckDuckDB, tmp_path)
+    with pytest.raises(ConfigError, match="neither transactions nor MERGE"):
+        target.replace_rows(TABLE, Rows.local(spark, TABLE, [row(1, 10, 0, "a")]))
+    assert contents(target) == []
+    target.close()
