@@ -126,16 +126,28 @@ class CensusLayout(Layout):
         spec = SYNC_LOG if caps.run_metadata_columns else SYNC_LOG.without_run_metadata()
         frame = ctx.records.select(*[values.get(c, F.col(c)).alias(c) for c in spec.column_names()])
         yield Load(SYNC_LOG, Rows.of(frame))
-        if not caps.run_metadata_columns:
-            return
-        spark = ctx.records.sparkSession
-        facts = (
-            (SOURCE_OBJECTS, run.source_object),
-            (DESTINATIONS, run.destination),
-            (DESTINATION_OBJECTS, run.destination_object),
-        )
-        for table, fact in facts:
-            yield Load(table, Rows.local(spark, table, [vars(fact)]))
+        yield from _metadata(ctx)
+
+    def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
+        """The metadata tables again: a run whose batches held no record has them too."""
+        return _metadata(ctx)
+
+
+def _metadata(ctx: LayoutContext) -> Iterator[Load]:
+    """The run's source object, destination and destination object (where the target has them).
+
+    Loading the same rows again is free: the writer skips a load equal to the table's last one.
+    """
+    if not ctx.capabilities.run_metadata_columns:
+        return
+    run, spark = ctx.run, ctx.records.sparkSession
+    facts = (
+        (SOURCE_OBJECTS, run.source_object),
+        (DESTINATIONS, run.destination),
+        (DESTINATION_OBJECTS, run.destination_object),
+    )
+    for table, fact in facts:
+        yield Load(table, Rows.local(spark, table, [vars(fact)]))
 
 
 def _census_operation() -> Column:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -85,6 +86,11 @@ def by_name(batch: pa.RecordBatch | pa.Table, schema: pa.Schema) -> pa.RecordBat
     if isinstance(batch, pa.Table):
         return pa.Table.from_arrays(columns, schema=schema)
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _cast(column: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    truncates = pa.types.is_timestamp(type_) and pa.types.is_timestamp(column.type)
+    return pc.cast(column, type_, safe=not truncates)
 
 
 class PartFiles:
