@@ -10,6 +10,7 @@ from pyspark.sql import types as T
 
 from synclog import checks
 from synclog.model import Run
+from synclog.payloads import LARGEST_JSON_BYTES, fit_json
 from synclog.records import VIOLATION, violation
 
 CANONICAL_COLUMNS = (
@@ -56,8 +57,8 @@ def canonical_frame(run: Run, records: DataFrame, logged_at: datetime) -> DataFr
         "operation",
         "status",
         "status_message",
-        _json_text(records, "record_payload").alias("record_payload"),
-        _json_text(records, "fields", fields).alias("fields"),
+        fit_json(_json_text(records, "record_payload"), LARGEST_JSON_BYTES).alias("record_payload"),
+        fit_json(_json_text(records, "fields", fields), LARGEST_JSON_BYTES).alias("fields"),
         split.cast("string").alias("split_group"),
         F.col("batch_number").cast("int").alias("batch_number"),
         F.col("batch_started_at").cast("timestamp").alias("batch_started_at"),

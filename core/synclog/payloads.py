@@ -6,6 +6,10 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 TRUNCATED_MARKER = "_synclog_truncated"
+LARGEST_JSON_BYTES = 16 * 1024 * 1024
+"""The largest payload logged whole on any target: larger ones are truncated with the marker
+before anything is stored (Spark's JSON parser cannot check strings of 20 million characters,
+and no warehouse synclog writes to keeps a JSON value much larger)."""
 
 
 def fit_json(column: Column, max_bytes: int | None) -> Column:

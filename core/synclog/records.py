@@ -10,6 +10,7 @@ from pyspark.sql import types as T
 
 from synclog.errors import InputError
 from synclog.model import InputStatus, Operation
+from synclog.payloads import LARGEST_JSON_BYTES
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _TIMESTAMP = (T.TimestampType, T.TimestampNTZType)
@@ -86,7 +87,8 @@ def violation(records: DataFrame) -> Column:
     ]
     for name in ("record_payload", "fields"):
         if name in records.columns and isinstance(records.schema[name].dataType, T.StringType):
-            bad_json = F.col(name).isNotNull() & F.try_parse_json(F.col(name)).isNull()
+            checked = F.octet_length(F.col(name)) <= LARGEST_JSON_BYTES  # larger ones are truncated
+            bad_json = F.col(name).isNotNull() & checked & F.try_parse_json(F.col(name)).isNull()
             rules.append((name, bad_json, F.col(name)))
     expr = F.lit(None).cast("string")
     for name, broken, value in reversed(rules):

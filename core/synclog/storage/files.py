@@ -76,11 +76,11 @@ def remove(location: Location, folder: str) -> None:
 
 
 def by_name(batch: pa.RecordBatch | pa.Table, schema: pa.Schema) -> pa.RecordBatch | pa.Table:
-    """`batch` with exactly `schema`'s columns: extra ones dropped, missing ones NULL, types cast."""
+    """`batch` with exactly `schema`'s columns: extra ones dropped, missing ones NULL, types cast
+    (a finer timestamp is truncated to the wanted unit)."""
+    names = batch.schema.names
     columns = [
-        batch.column(f.name).cast(f.type)
-        if f.name in batch.schema.names
-        else pa.nulls(batch.num_rows, f.type)
+        _cast(batch.column(f.name), f.type) if f.name in names else pa.nulls(batch.num_rows, f.type)
         for f in schema
     ]
     if isinstance(batch, pa.Table):
