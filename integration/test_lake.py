@@ -19,8 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
-from harness.errors import ServerUnavailable
-from harness.s3_server import S3Server, s3_server
+from harness.s3_server import S3Server
 from pyspark.sql import SparkSession
 
 from synclog.cli.main import main
@@ -41,15 +40,6 @@ from synclog.writer import SyncLog
 RUN_FOLDER = "sync_tracking_datasets/1/1234/5678"
 FILE_COLUMNS = RECORDS.column_names()
 BATCH_OPERATIONS = {"records_upserted": "upsert", "records_deleted": "delete"}
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    try:
-        with s3_server() as server:
-            yield server
-    except ServerUnavailable as exc:
-        pytest.skip(exc.reason)
 
 
 @pytest.fixture(params=["folder", "s3"])

@@ -36,9 +36,8 @@ from synclog.writer import SyncLog
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 import psycopg
-from harness.errors import ServerUnavailable
 from harness.forwarder import forward
-from harness.postgres_server import PostgresServer, postgres_server
+from harness.postgres_server import PostgresServer
 from harness.processes import free_port
 from psycopg import sql
 
@@ -51,15 +50,6 @@ from synclog_postgres.target import PostgresTarget
 PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 BEFORE_1970 = datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 LATER = datetime(2026, 3, 1, 8, 0, 0, 123456, tzinfo=UTC)
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    try:
-        with postgres_server() as pg:
-            yield pg
-    except ServerUnavailable as exc:
-        pytest.skip(exc.reason)
 
 
 def stage_tables(target: Target) -> list[str]:

@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 import pytest
 from cluster_suite import SELECTED
 from harness.errors import ServerUnavailable
-from harness.postgres_server import PostgresServer, postgres_server
-from harness.s3_server import S3Server, s3_server
+from harness.postgres_server import PostgresServer
+from harness.s3_server import S3Server
 from harness.spark_cluster import (
     SparkCluster,
     SparkConnectServer,
@@ -56,24 +56,6 @@ def shared() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="synclog-cluster-", dir="/var/tmp"))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    try:
-        with s3_server() as server:
-            yield server
-    except ServerUnavailable as exc:
-        pytest.skip(exc.reason)
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    try:
-        with postgres_server() as pg:
-            yield pg
-    except ServerUnavailable as exc:
-        pytest.skip(exc.reason)
 
 
 APP_CORES = "2"

@@ -1,0 +1,30 @@
+"""Stand-in servers shared by the integration tests: started once per test run, on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from harness.errors import ServerUnavailable
+from harness.postgres_server import PostgresServer, postgres_server
+from harness.s3_server import S3Server, s3_server
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Server]:
+    """A moto S3 server on loopback (tests skip with the reason where moto is missing)."""
+    try:
+        with s3_server() as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(exc.reason)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL cluster (tests skip with the reason where its binaries are missing)."""
+    try:
+        with postgres_server() as pg:
+            yield pg
+    except ServerUnavailable as exc:
+        pytest.skip(exc.reason)
