@@ -98,9 +98,10 @@ class TestBigQuery(TargetConformance):
         log = self.log(target, spark, config)
         run = make_run()
         log.write_run(run, make_records(spark, record_rows(run)))
-        log.cleanup(datetime.now(UTC))
+        log.cleanup(datetime.now(UTC).replace(hour=12))
         table = target.client.get_table(target.table_ref(target.relation(SYNC_LOG)))
-        assert table.time_partitioning.expiration_ms == 30 * DAY_MS
+        # A partition expires N days after its day starts: a day's last rows are kept 30 days.
+        assert table.time_partitioning.expiration_ms == 31 * DAY_MS
 
     def test_expiry_option_sets_the_first_expiry(self, bigquery_server: BigQueryServer) -> None:
         with open_target(fresh_url(bigquery_server), partition_expiration_days=3) as target:

@@ -198,23 +198,32 @@ class TestPostgres(TargetConformance):
 
     # -- retention -----------------------------------------------------------------------------
 
-    def test_cleanup_drops_whole_days_and_trims_the_boundary_day(
-        self, target: Target, spark: SparkSession
-    ) -> None:
+    def test_cleanup_drops_whole_days_and_deletes_no_row(self, target: Target, spark: SparkSession) -> None:
+        """7 days at noon on March 10 keep March 3 whole: whole partitions go, no row is deleted."""
         now = datetime(2026, 3, 10, 12, tzinfo=UTC)
         log = self.log(target, spark)
         for run_id, started in (
             (1, datetime(2026, 3, 1, 8, tzinfo=UTC)),
-            (2, datetime(2026, 3, 3, 11, tzinfo=UTC)),
-            (3, datetime(2026, 3, 3, 13, tzinfo=UTC)),
+            (2, datetime(2026, 3, 2, 23, 59, tzinfo=UTC)),
+            (3, datetime(2026, 3, 3, 10, 0, tzinfo=UTC)),  # older than 7 days by 2 hours, but its day is not
             (4, datetime(2026, 3, 9, 8, tzinfo=UTC)),
         ):
             run = make_run(sync_run_id=run_id)
             log.write(run, make_records(spark, record_rows(run, count=10, batches=1, started_at=started)))
+        deletes_before = self.deletes(target)
         assert log.cleanup(now).total == 20
         assert partition_days(target) == ["20260303", "20260309"]
-        assert self.count(target, "batch_started_at < '2026-03-03 12:00:00+00'") == 0
         assert self.count(target) == 20
+        assert self.deletes(target) == deletes_before, "no row was deleted one by one"
+
+    def deletes(self, target: Target) -> int:
+        """Rows DELETE statements have removed from census.sync_log_records's partitions so far."""
+        target.query("SELECT pg_stat_force_next_flush()")  # this session's counts, once it idles
+        rows = target.query(
+            "SELECT COALESCE(SUM(n_tup_del), 0) AS n FROM pg_stat_user_tables "
+            "WHERE relname LIKE 'sync\\_log\\_records%'"
+        )
+        return int(rows.column(0)[0].as_py())
 
     def test_cleanup_keeps_days_a_longer_retention_needs(self, target: Target, spark: SparkSession) -> None:
         now = datetime(2026, 3, 10, 12, tzinfo=UTC)

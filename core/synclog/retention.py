@@ -1,9 +1,13 @@
-"""Retention: rows expire by their batch's own start time, per sync and per table."""
+"""Retention: rows expire by their batch's own start time, per sync and per table, in whole days.
+
+A cut-off is the start of a UTC day: a row is kept at least `retention_days` and is gone within
+one more day. Partitioned tables then lose whole day partitions, never rows one by one.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from synclog.config import Config
 from synclog.layouts.registry import LAYOUTS
@@ -28,11 +32,16 @@ def cutoffs(table: TableSpec, config: Config, now: datetime) -> Cutoffs:
     public = table.view or table.name
     default_days = config.defaults.retention_for(public)
     per_sync = {
-        sync_id: now - timedelta(days=settings.retention_for(public))
+        sync_id: cutoff(now, settings.retention_for(public))
         for sync_id, settings in config.syncs.items()
         if settings.retention_for(public) != default_days
     }
-    return Cutoffs(default=now - timedelta(days=default_days), per_sync=per_sync, now=now)
+    return Cutoffs(default=cutoff(now, default_days), per_sync=per_sync, now=now)
+
+
+def cutoff(now: datetime, days: int) -> datetime:
+    """The start of the UTC day `days` days before `now`: rows before it have expired."""
+    return datetime.combine((now - timedelta(days=days)).astimezone(UTC).date(), time(), UTC)
 
 
 def retained_tables() -> list[TableSpec]:

@@ -344,8 +344,9 @@ class SqlTarget(Target):
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
         """Drop or expire whole day partitions where the warehouse can, then DELETE what remains expired.
 
-        The DELETE is bounded by the time column: on a partitioned table it touches only the
-        days that straddle a cut-off or that syncs with a longer retention still keep.
+        Cut-offs are day boundaries (`synclog.retention`): once the partitions older than the
+        earliest one are dropped, only syncs whose retention is shorter than the longest still
+        have rows to DELETE, bounded by the time column to the days they lose.
         """
         if table.time_column is None:
             return 0
@@ -357,7 +358,8 @@ class SqlTarget(Target):
             removed += self.drop_partitions(spec, relation, oldest)
         if self.capabilities.partition_expiry and cutoffs.now is not None:
             self.expire_partitions(spec, relation, math.ceil((cutoffs.now - oldest) / timedelta(days=1)))
-        return removed + self._delete_expired_rows(spec, relation, cutoffs)
+        dropped = oldest if self.capabilities.partition_drop else None
+        return removed + self._delete_expired_rows(spec, relation, cutoffs, dropped)
 
     def drop_partitions(self, table: TableSpec, relation: Relation, before: datetime) -> int:
         """Drop the day partitions that end before `before`; return the rows they held."""
@@ -369,21 +371,32 @@ class SqlTarget(Target):
             f"{type(self).__name__} declares partition_expiry but has no expire_partitions"
         )
 
-    def _delete_expired_rows(self, table: TableSpec, relation: Relation, cutoffs: Cutoffs) -> int:
+    def _delete_expired_rows(
+        self, table: TableSpec, relation: Relation, cutoffs: Cutoffs, dropped: datetime | None
+    ) -> int:
+        """DELETE rows older than their sync's cut-off; nothing older than `dropped` is left to."""
         assert table.time_column is not None
         p = self.placeholder
         time, sync = self.quote(table.time_column), self.quote("sync_id")
         overridden = list(cutoffs.per_sync)
         exempt = f" AND {sync} NOT IN ({', '.join([p] * len(overridden))})" if overridden else ""
-        deleted = 0
-        with self.transaction():
-            deleted += self.execute(
-                f"DELETE FROM {relation.render()} WHERE {time} < {p}{exempt}",
-                [cutoffs.default, *overridden],
-            )
-            for sync_id, cutoff in cutoffs.per_sync.items():
-                deleted += self.execute(
-                    f"DELETE FROM {relation.render()} WHERE {sync} = {p} AND {time} < {p}",
-                    [sync_id, cutoff],
+        statements: list[Statement] = []
+        if dropped is None or cutoffs.default > dropped:
+            statements.append(
+                (
+                    f"DELETE FROM {relation.render()} WHERE {time} < {p}{exempt}",
+                    [cutoffs.default, *overridden],
                 )
-        return deleted
+            )
+        for sync_id, cutoff in cutoffs.per_sync.items():
+            if dropped is None or cutoff > dropped:
+                statements.append(
+                    (
+                        f"DELETE FROM {relation.render()} WHERE {sync} = {p} AND {time} < {p}",
+                        [sync_id, cutoff],
+                    )
+                )
+        if not statements:
+            return 0
+        with self.transaction():
+            return sum(self.execute(sql, params) for sql, params in statements)
