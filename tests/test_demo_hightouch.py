@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from synclog.demo.simulator import history, records
 from synclog.errors import InputError
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.plugins.manager import registry
+from synclog.retention import cutoff
 from synclog.storage.location import Location
 from synclog.targets.base import Target
 from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
@@ -27,7 +28,7 @@ from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 
 SCALE = 0.1
-RETENTION = timedelta(days=7)
+RETENTION_DAYS = 7
 
 
 @dataclass
@@ -77,7 +78,7 @@ def expected(spark: SparkSession, now: datetime) -> Expected:
                 after.pop(identifier)
                 logged.append((identifier, "removed"))
         state[run.sync_id] = after
-        if run.started_at >= now - RETENTION:
+        if run.started_at >= cutoff(now, RETENTION_DAYS):
             result.retained_runs.add(run.sync_run_id)
             result.moves |= {(i, model, op) for i, op in logged if op != "changed"}
     models = {sim.run.sync_id: sim.run.model_name or "" for sim in history(now, SCALE)}
@@ -170,7 +171,7 @@ def test_sync_runs_agree_with_the_changelog(demo: Demo, target: Target) -> None:
     assert failed == [(8104, "Destination API quota exhausted; run stopped")]
 
 
-def test_split_group_arrived_with_the_first_split_run(target: Target) -> None:
+def test_split_group_arrived_with_the_first_split_run(demo: Demo, target: Target) -> None:
     snapshot, changelog = target.relation(SNAPSHOT).render(), target.relation(CHANGELOG).render()
     columns = target.query(f"SELECT * FROM {changelog} WHERE 1 = 0").column_names
     assert columns[-1] == "split_group"
@@ -178,9 +179,9 @@ def test_split_group_arrived_with_the_first_split_run(target: Target) -> None:
         f"SELECT sync_run_id, COUNT(split_group) AS grouped, COUNT(*) AS n FROM {changelog} "
         "WHERE sync_id = 4567 GROUP BY sync_run_id ORDER BY sync_run_id"
     ).to_pylist()
-    assert [(r["sync_run_id"], r["grouped"] > 0) for r in groups] == [
-        (run_id, run_id >= 9204) for run_id in range(9203, 9207)
-    ]
+    retained = sorted(r for r in demo.expected.retained_runs if 9200 <= r < 9300)
+    assert [(r["sync_run_id"], r["grouped"] > 0) for r in groups] == [(r, r >= 9204) for r in retained]
+    assert 9204 in retained and retained[0] < 9204, "runs before and after the split are kept"
     others = target.query(f"SELECT COUNT(split_group) AS n FROM {snapshot} WHERE sync_id <> 4567")
     assert others.to_pylist() == [{"n": 0}]
 
