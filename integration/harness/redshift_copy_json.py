@@ -11,6 +11,8 @@ format for COPY). Checked first, as Redshift would refuse them:
   any source is 4 MB"; the stand-in counts 4 MiB);
 - an object or array for a column that is not SUPER; a string longer than its VARCHAR (unless
   TRUNCATECOLUMNS, which cuts it to the column's bytes); a non-number for a number column;
+- a string inside a SUPER value above 65,535 bytes ("a single string value loaded to SUPER is
+  limited to the maximum VARCHAR length of 65535 bytes", *Limitations* of SUPER);
 - a time that its format does not match: without TIMEFORMAT 'YYYY-MM-DD HH:MI:SS' (fractional
   seconds and an offset allowed); with TIMEFORMAT 'auto' also ISO 8601 (``2019-02-11T05:09:12.195Z``,
   *Using automatic recognition with DATEFORMAT and TIMEFORMAT*). Other formats 'auto' knows are not
@@ -35,6 +37,7 @@ from .redshift_copy import FAMILIES, LoadPlan, TargetColumn, copy_targets
 __all__ = ["MAX_OBJECT_BYTES", "plan_json_load"]
 
 MAX_OBJECT_BYTES = 4 * 1024 * 1024
+MAX_SUPER_STRING_BYTES = 65_535
 _VARCHAR = re.compile(r"^character(?: varying)?\((\d+)\)$")
 _DATE = r"\d{4}-\d{2}-\d{2}"
 _OFFSET = r"[+-]\d{2}(?::?\d{2})?"
@@ -100,8 +103,25 @@ def _record(command: CopyCommand, found: dict[str, Any], targets: dict[str, Targ
         target = targets.get(key)
         if target is None or (value is None and not target.is_super):
             continue
-        record[key] = value if target.is_super else _scalar(command, target, value)
+        record[key] = _super(target, value) if target.is_super else _scalar(command, target, value)
     return record
+
+
+def _super(target: TargetColumn, value: Any) -> Any:
+    """`value` unless a string inside it is longer than SUPER takes."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and len(item.encode()) > MAX_SUPER_STRING_BYTES:
+            raise _Refused(
+                f"column {target.name}: a string of {len(item.encode())} bytes exceeds SUPER's "
+                f"{MAX_SUPER_STRING_BYTES} bytes per string"
+            )
+    return value
 
 
 def _scalar(command: CopyCommand, target: TargetColumn, value: Any) -> Any:

@@ -12,7 +12,7 @@ S3 commands never reach Postgres as such:
   asks Postgres, on this same connection, for the target table's columns, reads the Parquet or JSON
   files and binds one ``INSERT … SELECT`` with all rows as the json parameter $1 — one statement,
   inside the client's transaction; its ``INSERT 0 n`` goes back as ``COPY n``. The proxy logs each
-  COPY and UNLOAD it completes (``COPY <table> <n> rows``, ``UNLOAD <n> rows``).
+  COPY and UNLOAD it completes (``COPY <table> <n> rows from <k> files``, ``UNLOAD <n> rows``).
 - ``UNLOAD ('q') TO 's3://…'`` is prepared as ``q`` (translated); its rows are swallowed, written as
   Parquet to S3, and the client gets ``UNLOAD`` (Describe answers NoData, as Redshift does).
 - A failure is reported as an ErrorResponse in the place of the failing message: the proxy binds a
@@ -81,6 +81,7 @@ class _Portal:
     fields: list[Field] | None = None
     command: CopyCommand | UnloadCommand | None = None
     client: Any = None
+    files: int = 0
 
 
 class _Future:
@@ -220,7 +221,7 @@ class _Execute(_Expect):
         rows = int(wire.command_tag(message.body).split()[-1])
         assert isinstance(self.portal.command, CopyCommand)
         table = self.portal.command.table
-        log.info("COPY %s %d rows", table, rows)
+        log.info("COPY %s %d rows from %d files", table, rows, self.portal.files)
         note = f"Load into table '{table}' completed, {rows} record(s) loaded successfully."
         return [wire.notice_response(note), wire.command_complete(f"COPY {rows}")]
 
@@ -399,7 +400,7 @@ class Session:
         except Exception as exc:  # pyarrow: not a Parquet file, a corrupt one, …
             self._fail_bind(bind, f"Spectrum Scan Error: {type(exc).__name__}: {exc}", visible)
             return
-        portal.kind, portal.command = "copy", command
+        portal.kind, portal.command, portal.files = "copy", command, len(raw)
         self._forward(wire.close("S", _LOAD), _Expect(visible=False))
         self._forward(Parse(_LOAD, plan.sql).message(), _Expect(visible=False))
         self._forward(Bind(bind.portal, _LOAD, (0,), (plan.payload,)).message(), _Expect(visible))

@@ -299,7 +299,8 @@ def _proxy_log_lines(stand_in: RedshiftStandIn, word: str) -> list[str]:
 def test_copy_json_auto_loads_values_and_super_stays_navigable(stand_in: RedshiftStandIn, conn: Any) -> None:
     client = _s3(stand_in)
     client.create_bucket(Bucket="copy-json")
-    big = {"email": "big@x.io", "blob": "x" * 100_000}  # above VARCHAR's 65,535 bytes
+    big = {"email": "big@x.io", "items": [{"n": i, "note": "x" * 60} for i in range(1500)]}
+    assert len(json.dumps(big)) > 65_535  # more than VARCHAR (and JSON_PARSE) take
     lines = [
         json.dumps({"id": 1, "name": "n1", "payload": big, "at": "2026-03-01T08:00:00.123456Z", "ok": True}),
         json.dumps({"id": 2, "payload": "s", "at": "1969-12-31 23:59:59.999999+00", "extra": [1]}),
@@ -329,7 +330,7 @@ def test_copy_json_auto_loads_values_and_super_stays_navigable(stand_in: Redshif
     assert [r[5] for r in rows] == [True, None, False]
     assert _rows(conn, "SELECT count(*) FROM copied_json WHERE seq IS NOT NULL") == [[3]]
     added = _proxy_log_lines(stand_in, "COPY")[before:]
-    assert [line.split(" INFO ", 1)[1] for line in added] == ["COPY copied_json 3 rows"]
+    assert [line.split(" INFO ", 1)[1] for line in added] == ["COPY copied_json 3 rows from 1 files"]
 
 
 @pytest.mark.timeout(60)
@@ -350,6 +351,7 @@ def test_copy_json_refuses_what_redshift_refuses(stand_in: RedshiftStandIn, conn
         (['{"id": 1, "name": {"a": 1}}'], "column name: an object or array loads only into SUPER"),
         (['{"id": 1, "name": "ééé"}'], r"String length exceeds DDL length \(6 > 4\)"),
         (['{"id": "1"}'], "Invalid digit"),
+        (['{"payload": {"a": ["' + "y" * 65_536 + '"]}}'], "a string of 65536 bytes exceeds SUPER's 65535"),
         (['{"at": "2026-03-01T08:00:00Z"}'], r"Invalid timestamp format", "FORMAT AS JSON 'auto'"),
         (['{"id": 1}', oversized], f"line 2: JSON object of {len(oversized)} bytes exceeds 4194304"),
         (["[1, 2]"], "needs an object, not list"),
