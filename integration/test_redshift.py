@@ -27,7 +27,7 @@ from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
 from synclog.targets.rows import Rows
-from synclog.testing.conformance import SEED_000_BY_SYNC, TargetConformance
+from synclog.testing.conformance import SEED_000_BY_SYNC, Outage, TargetConformance
 from synclog.testing.factories import make_records, make_run, person_rows, record_rows
 from synclog.testing.read_back import READS, READS_WIDER, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
@@ -121,6 +121,13 @@ class TestRedshift(TargetConformance):
     @pytest.fixture
     def storage(self, stand_in: RedshiftStandIn) -> Location:
         return s3_storage(stand_in)
+
+    @pytest.fixture
+    def outage(self, target_url: str, stand_in: RedshiftStandIn) -> Iterator[Outage]:
+        """The stand-in behind a loopback port nothing listens on until `up` forwards it."""
+        port = free_port()
+        url = target_url.replace(f"{stand_in.host}:{stand_in.port}", f"127.0.0.1:{port}")
+        yield Outage(url, lambda: forward(port, stand_in.host, stand_in.port))
 
     # -- DDL -----------------------------------------------------------------------------------
 
@@ -399,9 +406,10 @@ class TestRedshift(TargetConformance):
         with registry().open(TargetURL.parse(f"{target_url}&connect_timeout=1"), settings) as target:
             assert target.fetch("SELECT 1 FROM pg_sleep(2)") == [(1,)]
 
-    def test_a_sync_outlives_a_server_that_is_down(
+    def test_a_connection_that_breaks_mid_run_is_an_outage(
         self, target_url: str, stand_in: RedshiftStandIn, storage: Location, spark: SparkSession
     ) -> None:
+        """Beyond the suite's outage: the server comes back, and goes away under an open connection."""
         port = free_port()
         url = target_url.replace(f"{stand_in.host}:{stand_in.port}", f"127.0.0.1:{port}")
         run = make_run()

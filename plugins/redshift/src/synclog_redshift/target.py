@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError, TargetError, outages
 from synclog.naming import Relation
-from synclog.storage.files import publish
+from synclog.storage.files import published
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
 from synclog.targets.base import TargetSettings
@@ -157,8 +157,8 @@ class RedshiftTarget(SqlTarget):
                 raise TargetError(f"staged file {path} is missing")
             sizes.append(info.size)
         path = posixpath.join(posixpath.dirname(manifest.files[0].path), COPY_MANIFEST)
-        data = statements.copy_manifest(manifest.uris(), sizes)
-        publish(fs, self.storage.path(path), lambda stream: stream.write(data))
+        with published(fs, self.storage.path(path), whole=False) as stream:  # only this COPY reads it
+            stream.write(statements.copy_manifest(manifest.uris(), sizes))
         self.execute(statements.copy_sql(stage.render(), self.storage.uri(path), self.access))
         return manifest.rows
 
