@@ -39,10 +39,10 @@ redshift_connector = pytest.importorskip("redshift_connector")
 psycopg = pytest.importorskip("psycopg")
 from harness.errors import ServerUnavailable  # noqa: E402
 from harness.forwarder import forward  # noqa: E402
-from harness.postgres_server import PostgresServer, postgres_server  # noqa: E402
+from harness.postgres_server import PostgresServer  # noqa: E402
 from harness.processes import free_port  # noqa: E402
 from harness.redshift_proxy import IAM_ROLE, RedshiftStandIn, redshift_stand_in  # noqa: E402
-from harness.s3_server import s3_server  # noqa: E402
+from harness.s3_server import S3Server  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from synclog_redshift.connection import CONNECT_TIMEOUT_S, ConnectionSettings, S3Access  # noqa: E402
@@ -55,18 +55,10 @@ BOTH_LAYOUTS = Config(defaults=SyncSettings(layouts=("census", "hightouch")))
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
+def stand_in(postgres: PostgresServer, s3: S3Server) -> Iterator[RedshiftStandIn]:
+    """The proxy in front of the run's PostgreSQL, with the run's moto S3 as the S3 it reaches."""
     try:
-        with postgres_server() as pg:
-            yield pg
-    except ServerUnavailable as exc:
-        pytest.skip(exc.reason)
-
-
-@pytest.fixture(scope="session")
-def stand_in(postgres: PostgresServer) -> Iterator[RedshiftStandIn]:
-    try:
-        with s3_server() as s3, redshift_stand_in(postgres, s3) as rs:
+        with redshift_stand_in(postgres, s3) as rs:
             s3.create_bucket(BUCKET)
             yield rs
     except ServerUnavailable as exc:
