@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 from synclog.canonical import CANONICAL_COLUMNS, canonical_frame
 from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
 from synclog.model import RecordStatus
-from synclog.payloads import TRUNCATED_MARKER, fit_json
+from synclog.payloads import MAX_HEAD_CHARS, TRUNCATED_MARKER, fit_json
 from synclog.records import VIOLATION
 from synclog.testing.factories import make_records, make_run, record_rows
 
@@ -56,4 +56,16 @@ def test_oversized_payloads_become_a_valid_marker(spark: SparkSession) -> None:
     marker = json.loads(big)
     assert marker[TRUNCATED_MARKER] is True
     assert marker["original_bytes"] == len(('{"a": "' + "é" * 100 + '"}').encode())
+    assert marker["head"] == '{"a": "' + "é" * 9
     assert small == '{"a": 1}'
+
+
+def test_the_marker_head_of_a_large_limit_stays_a_short_string(spark: SparkSession) -> None:
+    import json
+
+    limit = 1024 * 1024
+    df = spark.createDataFrame([('["' + "é" * limit + '"]',)], "p string")
+    [(big,)] = df.select(fit_json(df["p"], limit)).collect()
+    head = json.loads(big)["head"]
+    assert len(head) == MAX_HEAD_CHARS
+    assert len(head.encode()) <= 65_535

@@ -33,6 +33,16 @@ class Staging(StrEnum):
     executors, files written by the tasks)."""
 
 
+class FileFormat(StrEnum):
+    """The format of the files `Staging.FILES` writes (the value is their file suffix)."""
+
+    PARQUET = "parquet"
+    JSON_LINES = "jsonl"
+    """One JSON object per row, a key per non-NULL column; a column of Arrow's JSON type is
+    embedded as a JSON value, not as text, for loaders that parse it into a semi-structured
+    type (Redshift's COPY … FORMAT JSON 'auto' into SUPER)."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """A target's abilities and limits; the core reads every field to decide what it does."""
@@ -54,6 +64,8 @@ class Capabilities:
     partition_drop: bool = False
     """Whether retention drops whole day partitions before deleting what remains expired."""
     staging: Staging = Staging.FILES
+    staging_format: FileFormat = FileFormat.PARQUET
+    """The format of the staged files (`Staging.FILES`)."""
     max_json_bytes: int | None = None
     """Largest payload a JSON value may hold; larger payloads are truncated with a marker."""
     run_metadata_columns: bool = True

@@ -1,9 +1,9 @@
 """Parse Redshift's S3 commands — ``COPY … FROM 's3://…'`` and ``UNLOAD ('…') TO 's3://…'`` — into plain data.
 
-Only the Parquet forms are accepted (what the stand-in can carry out); any other data format or an
-option it does not know is a :class:`CommandError` naming it, so a test never silently gets less than
-it asked for. Parsing is token based (sqlglot's Redshift tokenizer), so quoted names, ``''`` inside
-the UNLOAD query and comments behave as in Redshift.
+COPY reads Parquet, or JSON with the ``'auto'`` option; UNLOAD writes Parquet (what the stand-in can
+carry out). Any other data format or an option it does not know is a :class:`CommandError` naming it,
+so a test never silently gets less than it asked for. Parsing is token based (sqlglot's Redshift
+tokenizer), so quoted names, ``''`` inside the UNLOAD query and comments behave as in Redshift.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _MB = 1024 * 1024
 _MIN_FILE_MB, _MAX_FILE_MB = 5, int(6.2 * 1024)
 _IGNORED_COPY_OPTIONS = {"ACCEPTINVCHARS", "STATUPDATE", "COMPUPDATE", "REGION"}
+_COLUMNAR_ONLY = ("SERIALIZETOJSON",)
+_JSON_ONLY = ("TIMEFORMAT", "TRUNCATECOLUMNS")
 
 
 class CommandError(ValueError):
@@ -48,6 +50,15 @@ class CopyCommand:
     serialize_to_json: bool = False
     fill_record: bool = False
     explicit_ids: bool = False
+    data_format: str = "PARQUET"
+    """PARQUET, or JSON (with the 'auto' option)."""
+    time_format: str | None = None
+    """TIMEFORMAT: only 'auto' is understood."""
+    truncate_columns: bool = False
+
+    @property
+    def columnar(self) -> bool:
+        return self.data_format == "PARQUET"
 
 
 @dataclass(frozen=True)
@@ -152,7 +163,8 @@ def _parse_copy(tokens: _Tokens) -> CopyCommand:
     source = tokens.string("FROM")
     options: dict[str, bool] = {}
     credentials = _Credentials()
-    parquet = False
+    data_format: str | None = None
+    time_format: str | None = None
     while tokens.peek() is not None:
         if credentials.take(tokens):
             continue
@@ -161,8 +173,22 @@ def _parse_copy(tokens: _Tokens) -> CopyCommand:
             tokens.accept("AS")
             word = tokens.next().text.upper()
         if word == "PARQUET":
-            parquet = True
-        elif word in ("MANIFEST", "SERIALIZETOJSON", "FILLRECORD", "EXPLICIT_IDS"):
+            data_format = "PARQUET"
+        elif word == "JSON":
+            tokens.accept("AS")
+            option = tokens.string("JSON")
+            if option.lower() != "auto":
+                raise CommandError(
+                    f"JSON {option!r} is not supported by the Redshift stand-in (only JSON 'auto')"
+                )
+            data_format = "JSON"
+        elif word == "TIMEFORMAT":
+            tokens.accept("AS")
+            time_format = tokens.string("TIMEFORMAT")
+            if time_format.lower() != "auto":
+                raise CommandError(f"TIMEFORMAT {time_format!r} is not supported by the Redshift stand-in")
+            options[word] = True
+        elif word in ("MANIFEST", "SERIALIZETOJSON", "FILLRECORD", "EXPLICIT_IDS", "TRUNCATECOLUMNS"):
             options[word] = True
         elif word in _IGNORED_COPY_OPTIONS:
             tokens.accept("AS")
@@ -172,9 +198,15 @@ def _parse_copy(tokens: _Tokens) -> CopyCommand:
             ):
                 tokens.next()
         else:
-            raise CommandError(f"COPY option {word} is not supported by the Redshift stand-in (Parquet only)")
-    if not parquet:
-        raise CommandError("the Redshift stand-in loads only FORMAT AS PARQUET")
+            raise CommandError(
+                f"COPY option {word} is not supported by the Redshift stand-in (Parquet or JSON 'auto' only)"
+            )
+    if data_format is None:
+        raise CommandError("the Redshift stand-in loads only FORMAT AS PARQUET or FORMAT AS JSON 'auto'")
+    misplaced = _JSON_ONLY if data_format == "PARQUET" else _COLUMNAR_ONLY
+    for option in misplaced:
+        if options.get(option):
+            raise CommandError(f"{option} is not supported with FORMAT {data_format}")
     return CopyCommand(
         table=table,
         columns=columns,
@@ -184,6 +216,9 @@ def _parse_copy(tokens: _Tokens) -> CopyCommand:
         serialize_to_json=options.get("SERIALIZETOJSON", False),
         fill_record=options.get("FILLRECORD", False),
         explicit_ids=options.get("EXPLICIT_IDS", False),
+        data_format=data_format,
+        time_format=time_format,
+        truncate_columns=options.get("TRUNCATECOLUMNS", False),
     )
 
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from .redshift_commands import CommandError, CopyCommand
 
-__all__ = ["COLUMNS_SQL", "LoadPlan", "TargetColumn", "plan_load"]
+__all__ = ["COLUMNS_SQL", "FAMILIES", "LoadPlan", "TargetColumn", "copy_targets", "plan_load"]
 
 #: Run on the client's connection with the COPY's table name: sees tables its transaction created.
 COLUMNS_SQL = (
@@ -36,7 +36,7 @@ COLUMNS_SQL = (
 )
 
 _JSONB = 3802
-_FAMILIES: dict[int, str] = {
+FAMILIES: dict[int, str] = {
     16: "bool", 20: "int", 21: "int", 23: "int", 1700: "numeric", 700: "float", 701: "float",
     25: "text", 1043: "text", 1042: "text", 19: "text", 18: "text",
     1082: "date", 1114: "timestamp", 1184: "timestamp", 1083: "time", 1266: "time", 17: "binary",
@@ -83,7 +83,7 @@ def target_columns(rows: Sequence[Sequence[str | None]]) -> tuple[str, list[Targ
 def plan_load(
     command: CopyCommand, table: str, columns: Sequence[TargetColumn], files: Sequence[tuple[str, pa.Table]]
 ) -> LoadPlan:
-    targets = _targets(command, table, columns)
+    targets = copy_targets(command, table, columns)
     records: list[dict[str, Any]] = []
     for url, data in files:
         used = _check_file(command, url, data, targets)
@@ -98,7 +98,7 @@ def plan_load(
     return LoadPlan(sql, payload, len(records))
 
 
-def _targets(command: CopyCommand, table: str, columns: Sequence[TargetColumn]) -> list[TargetColumn]:
+def copy_targets(command: CopyCommand, table: str, columns: Sequence[TargetColumn]) -> list[TargetColumn]:
     if command.columns is None:
         return [c for c in columns if command.explicit_ids or not c.identity]
     by_name = {c.name: c for c in columns}
@@ -126,7 +126,7 @@ def _check_file(
                 )
             continue
         family = _arrow_family(parquet_field.type)
-        wanted = _FAMILIES.get(target.type_oid)
+        wanted = FAMILIES.get(target.type_oid)
         if family == "null" or (wanted is None and family != "nested"):
             continue
         if wanted is None or family not in _ACCEPTS[wanted]:

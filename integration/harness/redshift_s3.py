@@ -97,10 +97,13 @@ def get_object(client: Any, bucket: str, key: str, what: str = "") -> bytes:
         raise s3_error(exc, what) from None
 
 
-def copy_sources(client: Any, source: str, *, manifest: bool) -> list[SourceFile]:
-    """The objects a Parquet COPY reads: a manifest's entries, or every object under a key prefix."""
+def copy_sources(client: Any, source: str, *, manifest: bool, columnar: bool = True) -> list[SourceFile]:
+    """The objects a COPY reads: a manifest's entries, or every object under a key prefix.
+
+    Entries of a manifest for columnar files (Parquet) need `meta.content_length`.
+    """
     if manifest:
-        return _manifest_entries(client, source)
+        return _manifest_entries(client, source, columnar)
     bucket, prefix = split_url(source)
     files = [
         SourceFile(f"s3://{bucket}/{key}", bucket, key, size)
@@ -123,7 +126,7 @@ def list_objects(client: Any, bucket: str, prefix: str) -> list[tuple[str, int]]
     return sorted(found)
 
 
-def _manifest_entries(client: Any, url: str) -> list[SourceFile]:
+def _manifest_entries(client: Any, url: str, columnar: bool) -> list[SourceFile]:
     bucket, key = split_url(url)
     raw = get_object(client, bucket, key, "Problem reading manifest file")
     try:
@@ -134,7 +137,7 @@ def _manifest_entries(client: Any, url: str) -> list[SourceFile]:
         raise S3CommandError(f"Manifest file is not in correct json format: {exc}") from None
     files = []
     for entry in entries:
-        file = _manifest_file(client, entry)
+        file = _manifest_file(client, entry, columnar)
         if file is not None:
             files.append(file)
     if not files:
@@ -142,14 +145,14 @@ def _manifest_entries(client: Any, url: str) -> list[SourceFile]:
     return files
 
 
-def _manifest_file(client: Any, entry: Any) -> SourceFile | None:
+def _manifest_file(client: Any, entry: Any, columnar: bool) -> SourceFile | None:
     from botocore.exceptions import BotoCoreError, ClientError
 
     if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
         raise S3CommandError('Manifest file is not in correct json format: every entry needs a "url"')
     url = entry["url"]
     length = (entry.get("meta") or {}).get("content_length")
-    if not isinstance(length, int):
+    if columnar and not isinstance(length, int):
         raise S3CommandError(
             f"Manifest entry for {url} has no meta.content_length: it is required to load Parquet files"
         )
@@ -160,7 +163,7 @@ def _manifest_file(client: Any, entry: Any) -> SourceFile | None:
         if entry.get("mandatory") is True:
             raise s3_error(exc, f"Manifest file entry {url} is mandatory and could not be read") from None
         return None
-    if size != length:
+    if length is not None and size != length:
         raise S3CommandError(
             f"Manifest entry for {url}: meta.content_length {length} is not the file's size {size}"
         )

@@ -9,9 +9,10 @@ swallow them. After an error Postgres skips everything up to the next Sync; the 
 S3 commands never reach Postgres as such:
 
 - ``COPY … FROM 's3://…'`` is parsed into a placeholder (an empty statement); at Bind time the proxy
-  asks Postgres, on this same connection, for the target table's columns, reads the Parquet files and
-  binds ``INSERT … SELECT … FROM json_populate_recordset(NULL::t, $1)`` with all rows as $1 — one
-  statement, inside the client's transaction; its ``INSERT 0 n`` goes back as ``COPY n``.
+  asks Postgres, on this same connection, for the target table's columns, reads the Parquet or JSON
+  files and binds one ``INSERT … SELECT`` with all rows as the json parameter $1 — one statement,
+  inside the client's transaction; its ``INSERT 0 n`` goes back as ``COPY n``. The proxy logs each
+  COPY and UNLOAD it completes (``COPY <table> <n> rows from <k> files``, ``UNLOAD <n> rows``).
 - ``UNLOAD ('q') TO 's3://…'`` is prepared as ``q`` (translated); its rows are swallowed, written as
   Parquet to S3, and the client gets ``UNLOAD`` (Describe answers NoData, as Redshift does).
 - A failure is reported as an ErrorResponse in the place of the failing message: the proxy binds a
@@ -36,6 +37,7 @@ from . import pg_wire as wire
 from .pg_wire import Bind, Field, Message, Parse
 from .redshift_commands import CommandError, CopyCommand, UnloadCommand, parse_s3_command
 from .redshift_copy import COLUMNS_SQL, plan_load, target_columns
+from .redshift_copy_json import plan_json_load
 from .redshift_s3 import S3CommandError, S3Settings, copy_sources, get_object, s3_client
 from .redshift_sql import split_statements, translate
 from .redshift_unload import UnloadWriter, check_destination
@@ -79,6 +81,7 @@ class _Portal:
     fields: list[Field] | None = None
     command: CopyCommand | UnloadCommand | None = None
     client: Any = None
+    files: int = 0
 
 
 class _Future:
@@ -218,6 +221,7 @@ class _Execute(_Expect):
         rows = int(wire.command_tag(message.body).split()[-1])
         assert isinstance(self.portal.command, CopyCommand)
         table = self.portal.command.table
+        log.info("COPY %s %d rows from %d files", table, rows, self.portal.files)
         note = f"Load into table '{table}' completed, {rows} record(s) loaded successfully."
         return [wire.notice_response(note), wire.command_complete(f"COPY {rows}")]
 
@@ -226,6 +230,7 @@ class _Execute(_Expect):
             rows = self._writer().finish()
         except (S3CommandError, OSError, ValueError) as exc:
             return [wire.error_response(str(exc))]
+        log.info("UNLOAD %d rows", rows)
         note = f"UNLOAD completed, {rows} record(s) unloaded successfully."
         return [wire.notice_response(note), wire.command_complete("UNLOAD")]
 
@@ -380,18 +385,22 @@ class Session:
         try:
             table, columns = target_columns(rows)
             client = s3_client(self.s3, command.credentials)
-            files = []
-            for source in copy_sources(client, command.source, manifest=command.manifest):
-                data = get_object(client, source.bucket, source.key)
-                files.append((source.url, pq.read_table(io.BytesIO(data))))
-            plan = plan_load(command, table, columns, files)
+            sources = copy_sources(
+                client, command.source, manifest=command.manifest, columnar=command.columnar
+            )
+            raw = [(source.url, get_object(client, source.bucket, source.key)) for source in sources]
+            if command.columnar:
+                parquet = [(url, pq.read_table(io.BytesIO(data))) for url, data in raw]
+                plan = plan_load(command, table, columns, parquet)
+            else:
+                plan = plan_json_load(command, table, columns, raw)
         except (S3CommandError, CommandError) as exc:
             self._fail_bind(bind, str(exc), visible)
             return
         except Exception as exc:  # pyarrow: not a Parquet file, a corrupt one, …
             self._fail_bind(bind, f"Spectrum Scan Error: {type(exc).__name__}: {exc}", visible)
             return
-        portal.kind, portal.command = "copy", command
+        portal.kind, portal.command, portal.files = "copy", command, len(raw)
         self._forward(wire.close("S", _LOAD), _Expect(visible=False))
         self._forward(Parse(_LOAD, plan.sql).message(), _Expect(visible=False))
         self._forward(Bind(bind.portal, _LOAD, (0,), (plan.payload,)).message(), _Expect(visible))

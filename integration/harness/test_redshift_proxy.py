@@ -8,7 +8,9 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -277,6 +279,95 @@ def test_copy_errors_come_back_as_driver_errors(stand_in: RedshiftStandIn, conn:
         cursor.execute(f"COPY no_such_table FROM '{manifest}' IAM_ROLE '{role}' FORMAT AS PARQUET MANIFEST")
     conn.rollback()
     assert _rows(conn, "SELECT count(*) FROM copy_target") == [[0]]  # the connection still works
+
+
+def _put_json_lines(client: Any, bucket: str, key: str, lines: list[str], *, sized: bool = True) -> str:
+    """One file of JSON objects (one per line) and a manifest naming it: the manifest's URL."""
+    data = "".join(line + "\n" for line in lines).encode()
+    client.put_object(Bucket=bucket, Key=key, Body=data)
+    entry: dict[str, Any] = {"url": f"s3://{bucket}/{key}", "mandatory": True}
+    if sized:
+        entry["meta"] = {"content_length": len(data)}
+    client.put_object(Bucket=bucket, Key=f"{key}.manifest", Body=json.dumps({"entries": [entry]}).encode())
+    return f"s3://{bucket}/{key}.manifest"
+
+
+def _proxy_log_lines(stand_in: RedshiftStandIn, word: str) -> list[str]:
+    return [line for line in stand_in.log_file.read_text().splitlines() if f" {word} " in line]
+
+
+def test_copy_json_auto_loads_values_and_super_stays_navigable(stand_in: RedshiftStandIn, conn: Any) -> None:
+    client = _s3(stand_in)
+    client.create_bucket(Bucket="copy-json")
+    big = {"email": "big@x.io", "items": [{"n": i, "note": "x" * 60} for i in range(1500)]}
+    assert len(json.dumps(big)) > 65_535  # more than VARCHAR (and JSON_PARSE) take
+    lines = [
+        json.dumps({"id": 1, "name": "n1", "payload": big, "at": "2026-03-01T08:00:00.123456Z", "ok": True}),
+        json.dumps({"id": 2, "payload": "s", "at": "1969-12-31 23:59:59.999999+00", "extra": [1]}),
+        json.dumps({"id": 3, "name": None, "payload": None, "ok": False}),
+    ]
+    manifest = _put_json_lines(client, "copy-json", "stage/part-0.jsonl", lines, sized=False)
+    cursor = conn.cursor()
+    cursor.execute(
+        "CREATE TABLE copied_json (seq BIGINT IDENTITY(1,1), id BIGINT, name VARCHAR(8), payload SUPER, "
+        "at TIMESTAMPTZ, ok BOOLEAN)"
+    )
+    before = len(_proxy_log_lines(stand_in, "COPY"))
+    cursor.execute(
+        f"COPY copied_json FROM '{manifest}' IAM_ROLE '{stand_in.iam_role}' "
+        "FORMAT AS JSON 'auto' TIMEFORMAT 'auto' TRUNCATECOLUMNS COMPUPDATE OFF STATUPDATE OFF MANIFEST"
+    )
+    conn.commit()
+    rows = _rows(conn, "SELECT id, name, payload.email, payload, at, ok FROM copied_json ORDER BY id")
+    assert [r[:3] for r in rows] == [[1, "n1", '"big@x.io"'], [2, None, None], [3, None, None]]
+    assert json.loads(rows[0][3]) == big
+    assert [r[3] for r in rows[1:]] == ['"s"', "null"]  # a string stays a string; null is SUPER's null
+    assert [r[4] for r in rows] == [
+        datetime(2026, 3, 1, 8, 0, 0, 123456, tzinfo=UTC),
+        datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        None,
+    ]
+    assert [r[5] for r in rows] == [True, None, False]
+    assert _rows(conn, "SELECT count(*) FROM copied_json WHERE seq IS NOT NULL") == [[3]]
+    added = _proxy_log_lines(stand_in, "COPY")[before:]
+    assert [line.split(" INFO ", 1)[1] for line in added] == ["COPY copied_json 3 rows from 1 files"]
+
+
+@pytest.mark.timeout(60)
+def test_copy_json_refuses_what_redshift_refuses(stand_in: RedshiftStandIn, conn: Any) -> None:
+    client = _s3(stand_in)
+    client.create_bucket(Bucket="copy-json-errors")
+    cursor = conn.cursor()
+    cursor.execute("CREATE TABLE json_target (id BIGINT, name VARCHAR(4), payload SUPER, at TIMESTAMP)")
+    conn.commit()
+    role = stand_in.iam_role
+
+    def copy(lines: list[str], options: str = "FORMAT AS JSON 'auto' TIMEFORMAT 'auto'") -> None:
+        manifest = _put_json_lines(client, "copy-json-errors", f"f{uuid.uuid4().hex}.jsonl", lines)
+        cursor.execute(f"COPY json_target FROM '{manifest}' IAM_ROLE '{role}' {options} MANIFEST")
+
+    oversized = '{"payload": "' + "x" * (4 * 1024 * 1024) + '"}'
+    failures = [
+        (['{"id": 1, "name": {"a": 1}}'], "column name: an object or array loads only into SUPER"),
+        (['{"id": 1, "name": "ééé"}'], r"String length exceeds DDL length \(6 > 4\)"),
+        (['{"id": "1"}'], "Invalid digit"),
+        (['{"payload": {"a": ["' + "y" * 65_536 + '"]}}'], "a string of 65536 bytes exceeds SUPER's 65535"),
+        (['{"at": "2026-03-01T08:00:00Z"}'], r"Invalid timestamp format", "FORMAT AS JSON 'auto'"),
+        (['{"id": 1}', oversized], f"line 2: JSON object of {len(oversized)} bytes exceeds 4194304"),
+        (["[1, 2]"], "needs an object, not list"),
+        (['{"id": 1', "}{"], "Invalid JSON"),
+        (['{"id": 1}'], "JSON 'noshred' is not supported", "FORMAT AS JSON 'noshred'"),
+        (['{"id": 1}'], "SERIALIZETOJSON is not supported with FORMAT JSON", "JSON 'auto' SERIALIZETOJSON"),
+        (['{"id": 1}'], "TIMEFORMAT is not supported with FORMAT PARQUET", "PARQUET TIMEFORMAT 'auto'"),
+    ]
+    for lines, message, *options in failures:
+        with pytest.raises(redshift_connector.ProgrammingError, match=message):
+            copy(lines, *options)
+        conn.rollback()
+    copy(['{"id": 7, "name": "ééé", "payload": {"k": null}}'], "JSON 'auto' TRUNCATECOLUMNS")
+    conn.commit()
+    # Cut to the column's 4 bytes at a character boundary.
+    assert _rows(conn, "SELECT id, name, payload FROM json_target") == [[7, "éé", '{"k":null}']]
 
 
 _VICTIM = """

@@ -1,7 +1,8 @@
 """Parquet files written and read by the Spark executors themselves, through pyarrow filesystems.
 
 Each task writes its own files under a folder the driver chose, with deterministic names
-(`<folder>/<key>-p<partition>.parquet`: a retried attempt of a task overwrites its own file),
+(`<folder>/<key>-p<partition>.parquet`, or `.jsonl` for JSON lines: a retried attempt of a task
+overwrites its own file),
 and returns one small row per file: its key, path and row count. The driver turns those rows
 into a `Manifest`; a job that fails has its folder removed. Reads go the other way: a
 manifest's files are spread over tasks, each reading its files and yielding their batches.
@@ -25,6 +26,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from synclog.capabilities import FileFormat
+from synclog.storage import json_lines
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
 
@@ -94,25 +97,38 @@ def _cast(column: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array | 
 
 
 class PartFiles:
-    """The files one task writes: one Parquet file per key, streamed, published when closed."""
+    """The files one task writes: one file per key (Parquet by default), streamed, published when closed."""
 
-    def __init__(self, location: Location, folder: str, schema: pa.Schema, part: int) -> None:
+    def __init__(
+        self,
+        location: Location,
+        folder: str,
+        schema: pa.Schema,
+        part: int,
+        file_format: FileFormat = FileFormat.PARQUET,
+    ) -> None:
         self.location, self.folder, self.schema, self.part = location, folder, schema, part
+        self.file_format = file_format
         self._fs = location.filesystem()
         self._files = contextlib.ExitStack()
-        self._writers: dict[str, tuple[str, pq.ParquetWriter]] = {}
+        self._writers: dict[str, tuple[str, Callable[[pa.RecordBatch], Any]]] = {}
         self._rows: dict[str, int] = {}
 
     def write(self, key: str, batch: pa.RecordBatch) -> None:
         """Append `batch` (conformed to the schema by name) to the file of `key`."""
         if key not in self._writers:
-            path = posixpath.join(self.folder, f"{key}-p{self.part:05d}.parquet")
+            path = posixpath.join(self.folder, f"{key}-p{self.part:05d}.{self.file_format.value}")
             # Only a manifest makes these files visible: a failed task's file is never read.
             stream = self._files.enter_context(published(self._fs, self.location.path(path), whole=False))
-            self._writers[key] = (path, self._files.enter_context(pq.ParquetWriter(stream, self.schema)))
+            self._writers[key] = (path, self._writer(stream))
             self._rows[key] = 0
-        self._writers[key][1].write_batch(by_name(batch, self.schema))
+        self._writers[key][1](by_name(batch, self.schema))
         self._rows[key] += batch.num_rows
+
+    def _writer(self, stream: Any) -> Callable[[pa.RecordBatch], Any]:
+        if self.file_format is FileFormat.JSON_LINES:
+            return lambda batch: stream.write(json_lines.encode(batch))
+        return self._files.enter_context(pq.ParquetWriter(stream, self.schema)).write_batch
 
     def close(self) -> list[tuple[str, str, int]]:
         """Publish every file; (key, path, rows) of each."""
@@ -133,14 +149,20 @@ def task_number() -> int:
     return context.partitionId() if context is not None else 0
 
 
-def write_frame(frame: DataFrame, location: Location, folder: str, schema: pa.Schema) -> Manifest:
-    """Have the executors write `frame` (`schema`'s columns) as Parquet files under `folder`.
+def write_frame(
+    frame: DataFrame,
+    location: Location,
+    folder: str,
+    schema: pa.Schema,
+    file_format: FileFormat = FileFormat.PARQUET,
+) -> Manifest:
+    """Have the executors write `frame` (`schema`'s columns) as files under `folder` (Parquet by default).
 
     One file per task that has rows; only the files' paths and row counts reach the driver.
     """
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        files = PartFiles(location, folder, schema, task_number())
+        files = PartFiles(location, folder, schema, task_number(), file_format)
         try:
             for batch in batches:
                 if batch.num_rows:
@@ -161,10 +183,16 @@ def write_frame(frame: DataFrame, location: Location, folder: str, schema: pa.Sc
     return Manifest(location, tuple(StoredFile(row["path"], row["rows"]) for row in done))
 
 
-def write_table(location: Location, path: str, rows: pa.Table) -> Manifest:
-    """Write a small table built on the driver as the one Parquet file `path`; its manifest."""
+def write_table(
+    location: Location, path: str, rows: pa.Table, file_format: FileFormat = FileFormat.PARQUET
+) -> Manifest:
+    """Write a small table built on the driver as the one file `path` (Parquet by default); its manifest."""
     with published(location.filesystem(), location.path(path), whole=False) as stream:
-        pq.write_table(rows, stream)
+        if file_format is FileFormat.JSON_LINES:
+            for batch in rows.to_batches():
+                stream.write(json_lines.encode(batch))
+        else:
+            pq.write_table(rows, stream)
     return Manifest(location, (StoredFile(path, rows.num_rows),))
 
 

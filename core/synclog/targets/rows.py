@@ -2,8 +2,8 @@
 
 Most rows are a Spark frame whose work runs on the executors; a few (a run's metadata, its
 `sync_runs` row) are built on the driver. A target never asks which: it takes the rows as a
-Spark frame (`frame()`), or as Parquet files staged under `storage` (`stage()`), written by
-the executors for a frame and by the driver for a few rows, without a Spark job.
+Spark frame (`frame()`), or as files staged under `storage` (`stage()`: Parquet, or JSON lines),
+written by the executors for a frame and by the driver for a few rows, without a Spark job.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from synclog.capabilities import FileFormat
 from synclog.storage.files import write_frame, write_table
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
@@ -46,15 +47,21 @@ class Rows:
             return self._frame
         return self.spark.createDataFrame(self._local)
 
-    def stage(self, location: Location, folder: str, schema: pa.Schema) -> Manifest:
-        """Write the rows (with `schema`'s columns and types) as Parquet files under `folder`."""
+    def stage(
+        self,
+        location: Location,
+        folder: str,
+        schema: pa.Schema,
+        file_format: FileFormat = FileFormat.PARQUET,
+    ) -> Manifest:
+        """Write the rows (with `schema`'s columns and types) as files under `folder` (Parquet by default)."""
         if self._frame is not None:
-            return write_frame(self._frame, location, folder, schema)
+            return write_frame(self._frame, location, folder, schema, file_format)
         assert self._local is not None
         if not self._local.num_rows:
             return Manifest(location)
         table = self._local.select(schema.names).cast(schema)
-        return write_table(location, f"{folder}/local.parquet", table)
+        return write_table(location, f"{folder}/local.{file_format.value}", table, file_format)
 
     @property
     def digest(self) -> str | None:

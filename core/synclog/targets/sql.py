@@ -3,8 +3,9 @@
 Every load is the same protocol, written once here:
 
 1. a staging relation is created (`create_stage`);
-2. the rows reach it in bulk (`load_files` from a manifest of Parquet files the core staged
-   under `storage`, or `load_frame` from the executors, as `capabilities.staging` says);
+2. the rows reach it in bulk (`load_files` from a manifest of files the core staged under
+   `storage`, in `capabilities.staging_format`, or `load_frame` from the executors, as
+   `capabilities.staging` says);
 3. one atomic swap replaces the rows the load carries: a DELETE of the replaced keys (or of
    the whole scope) and an INSERT from the stage in one transaction, or one MERGE where the
    warehouse has no transactions (`capabilities.transactions`, `capabilities.merge`);
@@ -186,7 +187,8 @@ class SqlTarget(Target):
             return self.load_frame(stage, table, rows.frame())
         folder = f"staging/{stage.name}"
         try:
-            manifest = rows.stage(self.storage, folder, self.stage_schema(table))
+            schema, file_format = self.stage_schema(table), self.capabilities.staging_format
+            manifest = rows.stage(self.storage, folder, schema, file_format)
             return self.load_files(stage, table, manifest) if manifest.files else 0
         finally:
             remove(self.storage, folder)
@@ -205,11 +207,11 @@ class SqlTarget(Target):
         self.execute(f"CREATE TABLE {stage.render()} ({columns})")
 
     def stage_schema(self, table: TableSpec) -> pa.Schema:
-        """The Arrow schema of the Parquet files staged for `table` (`Staging.FILES`)."""
+        """The Arrow schema of the files staged for `table` (`Staging.FILES`)."""
         return table.arrow_schema()
 
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
-        """Fill `stage` from the Parquet files of `manifest` in bulk; return the rows loaded."""
+        """Fill `stage` from the staged files of `manifest` in bulk; return the rows loaded."""
         raise NotImplementedError(f"{type(self).__name__} stages files but has no load_files")
 
     def load_frame(self, stage: Relation, table: TableSpec, frame: DataFrame) -> int:

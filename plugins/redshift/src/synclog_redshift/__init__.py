@@ -1,0 +1,1 @@
+"""synclog's Amazon Redshift target: `redshift://USER[:PASSWORD]@HOST:PORT/DB`."""

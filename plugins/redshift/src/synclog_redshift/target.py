@@ -1,0 +1,199 @@
+"""The Redshift target: one COPY of staged JSON lines from S3 into a temporary stage, then the core's swap."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from synclog.capabilities import Capabilities
+from synclog.errors import ConfigError, TargetError, outages
+from synclog.naming import Relation
+from synclog.storage.files import published
+from synclog.storage.location import Location
+from synclog.storage.manifest import Manifest
+from synclog.targets.base import TargetSettings
+from synclog.targets.sql import SqlTarget, Statement
+from synclog.targets.tables import ColumnType, TableSpec
+from synclog.urls import TargetURL
+from synclog_redshift import statements
+from synclog_redshift.capabilities import CAPABILITIES
+from synclog_redshift.connection import OUTAGES, ConnectionSettings, S3Access
+
+COPY_MANIFEST = "redshift.manifest"
+"""Written beside the staged files (the core removes their folder after the load)."""
+
+
+@dataclass(frozen=True)
+class TemporaryTable(Relation):
+    """A session's temporary table: Redshift names it without a schema."""
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return (self.casefold.apply(self.name),)
+
+
+class RedshiftTarget(SqlTarget):
+    """A Redshift database; staging and read-backs go through `storage` on S3."""
+
+    capabilities: ClassVar[Capabilities] = CAPABILITIES
+    placeholder: ClassVar[str] = "%s"
+    type_names: ClassVar[dict[ColumnType, str]] = {
+        ColumnType.BIGINT: "BIGINT",
+        ColumnType.INTEGER: "INTEGER",
+        ColumnType.STRING: "VARCHAR(65535)",
+        ColumnType.TIMESTAMP: "TIMESTAMPTZ",
+        ColumnType.BOOLEAN: "BOOLEAN",
+    }
+
+    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
+        super().__init__(url, settings)
+        require_s3(settings.storage)
+        self.access = S3Access.resolve(settings.options, settings.storage)
+        self.connection = ConnectionSettings.from_url(url).connect(str(url))
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def _errors(self) -> Any:
+        return outages(OUTAGES, str(self.url))
+
+    @contextmanager
+    def _cursor(self, sql: str, params: Sequence[Any]) -> Iterator[Any]:
+        with self._errors():
+            cursor = self.connection.cursor()
+            try:
+                cursor.execute(sql, list(params) or None)
+                yield cursor
+            finally:
+                cursor.close()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        with self._cursor(sql, params) as cursor:
+            return max(cursor.rowcount, 0)
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._cursor(sql, params) as cursor:
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        with self._cursor(sql, params) as cursor:
+            names = [column[0] for column in cursor.description or ()]
+            rows = cursor.fetchall()
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+        return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            with suppress(TargetError):
+                self.execute("ROLLBACK")
+            raise
+        self.execute("COMMIT")
+
+    def close(self) -> None:
+        with suppress(*OUTAGES):
+            self.connection.close()
+
+    # -- DDL -----------------------------------------------------------------------------------
+
+    def ensure(self, tables: Sequence[TableSpec]) -> None:
+        """The core's DDL, then each public view where its columns differ from its table's.
+
+        Redshift's CREATE OR REPLACE VIEW takes only the identical set of columns, so a view
+        gains the columns its table gained by a DROP and a CREATE in one transaction.
+        """
+        super().ensure([replace(t, view=None) for t in tables])
+        for given in tables:
+            table = self.table_spec(given)
+            if table.view is None or not self.capabilities.views:
+                continue
+            view = self.relation(table, table.view)
+            current = self.existing_columns(view)
+            if current is not None and [c.lower() for c in current] == table.column_names():
+                continue
+            with self.transaction():
+                if current is not None:
+                    self.execute(f"DROP VIEW {view.render()}")
+                self.execute(self.view_sql(view, self.relation(table), table))
+
+    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
+        """Tables with a time column are sorted by it: retention's DELETE and time filters skip blocks."""
+        sql = super().create_table_sql(relation, table)
+        return sql if table.time_column is None else f"{sql} SORTKEY ({self.quote(table.time_column)})"
+
+    # -- the load: one COPY into a temporary stage ---------------------------------------------
+
+    def stage_relation(self, relation: Relation) -> Relation:
+        stage = super().stage_relation(relation)
+        return TemporaryTable(schema=stage.schema, name=stage.name, casefold=stage.casefold)
+
+    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+        """A temporary table: a driver that dies mid-load leaves nothing behind when its session ends."""
+        columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
+        self.execute(f"CREATE TEMP TABLE {stage.render()} ({columns})")
+
+    def stage_schema(self, table: TableSpec) -> pa.Schema:
+        """JSON columns as Arrow's JSON type: the staged JSON lines embed them as values, which the
+        COPY loads into SUPER as objects (JSON text would load as a SUPER string)."""
+        return pa.schema(
+            pa.field(c.name, pa.json_() if c.type is ColumnType.JSON else c.type.arrow())
+            for c in table.columns
+        )
+
+    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
+        """One COPY of every staged file, through a manifest written beside them with their sizes."""
+        fs = self.storage.filesystem()
+        sizes = []
+        for path, info in zip(manifest.paths(), fs.get_file_info(manifest.paths()), strict=True):
+            if info.type != pafs.FileType.File:
+                raise TargetError(f"staged file {path} is missing")
+            sizes.append(info.size)
+        path = posixpath.join(posixpath.dirname(manifest.files[0].path), COPY_MANIFEST)
+        with published(fs, self.storage.path(path), whole=False) as stream:  # only this COPY reads it
+            stream.write(statements.copy_manifest(manifest.uris(), sizes))
+        self.execute(statements.copy_sql(stage.render(), self.storage.uri(path), self.access))
+        return manifest.rows
+
+    def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
+        """DELETE … USING the stage, Redshift's documented merge step."""
+        match = " AND ".join(f"{target}.{self.quote(k)} = {staged}.{self.quote(k)}" for k in key)
+        return f"DELETE FROM {target} USING {staged} WHERE {match}"
+
+    def lock_statement(self, relation: Relation) -> Statement:
+        """Concurrent swaps into one table would fail Redshift's serializable isolation: LOCK makes
+        them take turns (readers of the table wait for the swap's commit)."""
+        return f"LOCK {relation.render()}", ()
+
+    # -- read-back: UNLOAD to storage ----------------------------------------------------------
+
+    def json_text_sql(self, expression: str) -> str:
+        """The SUPER value itself: UNLOAD writes SUPER as JSON text (a cast to VARCHAR would not)."""
+        return f"CAST({expression} AS SUPER)"
+
+    def export(self, sql: str, params: Sequence[Any], schema: pa.Schema, folder: str) -> Manifest:
+        """UNLOAD the query as Parquet under `folder`, read through its manifest.
+
+        Redshift picks the files' types: TIMESTAMPTZ as a timestamp in UTC, SUPER as JSON text;
+        readers cast them to `schema`'s. The parameters (sync ids) are inlined as integers.
+        """
+        query = statements.inline(sql, params, self.placeholder)
+        prefix = self.storage.uri(folder) + "/"
+        self.execute(statements.unload_sql(query, prefix, self.access))
+        return statements.unloaded(self.storage, folder)
+
+
+def require_s3(storage: Location) -> None:
+    """Redshift's COPY and UNLOAD reach S3 only: refuse any other storage in one line."""
+    if storage.scheme != "s3":
+        raise ConfigError(
+            f"storage: the Redshift target loads and reads back through S3; set storage to "
+            f"s3://bucket/prefix (not {storage})"
+        )
