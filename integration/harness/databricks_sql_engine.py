@@ -7,7 +7,9 @@ to Spark unchanged; what Databricks has and open-source Spark has not is transla
 ``COPY INTO … FROM '/Volumes/…'`` (a Spark read of the files and an ``INSERT``),
 ``USING DELTA`` (Parquet), ``CREATE OR REPLACE TABLE`` (drop, create), ``SHOW CATALOGS`` and
 ``SHOW TABLES IN CATALOG`` (what the connector's metadata calls send), and ``DELETE`` and
-insert-only ``MERGE`` on Parquet tables (emulated). ``DATABRICKS_NOTES.md`` has the details.
+``MERGE`` with only ``WHEN MATCHED THEN DELETE`` / ``WHEN NOT MATCHED THEN INSERT`` clauses on
+Parquet tables (emulated; a delete rewrites the table, not atomically). VARIANT results are sent
+as JSON text, as Databricks does. ``DATABRICKS_NOTES.md`` has the details.
 It imports nothing from the harness package: ``databricks_sql_app.py`` runs as a script.
 """
 
@@ -212,14 +214,14 @@ class Engine:
             except PySparkException as exc:
                 if not _unsupported_table_operation(exc):
                     raise
-                delete, merge = _DELETE.match(text), _insert_only_merge(text)
+                delete, merge = _DELETE.match(text), _emulated_merge(text)
                 if delete:
                     return self._emulate_delete(session, delete, args)
                 if merge:
-                    return self._emulate_insert_merge(session, merge, args)
+                    return self._emulate_merge(session, merge, args)
                 raise StatementError(
                     _message(exc) + " (the local stand-in emulates DELETE, and MERGE with only "
-                    "WHEN NOT MATCHED THEN INSERT clauses, on Parquet tables)",
+                    "WHEN MATCHED THEN DELETE and WHEN NOT MATCHED THEN INSERT clauses, on Parquet tables)",
                     _error_code(exc),
                     _sql_state(exc),
                 ) from None
@@ -246,47 +248,73 @@ class Engine:
         ).localCheckpoint()
         deleted = total - kept.count()
         if deleted:
-            view = f"_synclog_kept_{uuid.uuid4().hex}"
-            kept.createOrReplaceTempView(view)
-            mode = session.conf.get("spark.sql.sources.partitionOverwriteMode")
-            session.conf.set("spark.sql.sources.partitionOverwriteMode", "static")  # every partition
-            try:
-                session.sql(f"INSERT OVERWRITE TABLE {name} SELECT * FROM {view}")
-            finally:
-                session.conf.set("spark.sql.sources.partitionOverwriteMode", str(mode))
-                session.catalog.dropTempView(view)
+            self._overwrite(session, name, kept)
         return _longs({"num_affected_rows": deleted})
 
-    def _emulate_insert_merge(self, session: SparkSession, merge: dict[str, str | None], args: Any) -> Result:
-        """``WHEN NOT MATCHED THEN INSERT`` as an insert of the source rows with no match."""
-        target = merge["target"] + (f" AS {merge['target_alias']}" if merge["target_alias"] else "")
-        source = merge["source"] + (f" AS {merge['source_alias']}" if merge["source_alias"] else "")
-        where = f"NOT EXISTS (SELECT 1 FROM {target} WHERE {merge['on']})"
-        if merge["and"]:
-            where += f" AND ({merge['and']})"
-        rows = session.sql(
-            f"SELECT {merge['values'] or '*'} FROM {source} WHERE {where}",
-            args=args,
-        ).localCheckpoint()
-        inserted = rows.count()
-        if inserted:
+    def _emulate_merge(self, session: SparkSession, merge: dict[str, str | None], args: Any) -> Result:
+        """``WHEN MATCHED THEN DELETE`` and ``WHEN NOT MATCHED THEN INSERT``, against the table as it was.
+
+        Without deleted rows, the source rows with no match are inserted. With them, the whole
+        table is rewritten without the matched rows and with the inserted ones (``INSERT
+        OVERWRITE`` of every partition, from a checkpoint): not atomic, like the emulated DELETE.
+        """
+        name = merge["target"] or ""
+        target = name + (f" AS {merge['target_alias']}" if merge["target_alias"] else "")
+        source = (merge["source"] or "") + (f" AS {merge['source_alias']}" if merge["source_alias"] else "")
+        share = dict(zip(_MERGE_PARTS, _split_args(args, [merge[p] for p in _MERGE_PARTS]), strict=True))
+        rows: DataFrame | None = None
+        if merge["insert"]:
+            where = f"NOT EXISTS (SELECT 1 FROM {target} WHERE {merge['on']})"
+            if merge["and"]:
+                where += f" AND ({merge['and']})"
+            values = merge["values"] or f"{merge['source_alias'] or merge['source']}.*"
+            rows = session.sql(
+                f"SELECT {values} FROM {source} WHERE {where}",
+                args=_joined(share["values"], share["source"], share["on"], share["and"]),
+            ).localCheckpoint()
+            if merge["columns"]:
+                rows = rows.toDF(*[c.strip().strip("`") for c in merge["columns"].split(",")])
+        inserted, deleted = (rows.count() if rows is not None else 0), 0
+        if merge["delete"]:
+            matched = f"SELECT 1 FROM {source} WHERE ({merge['on']})"
+            if merge["delete_and"]:
+                matched += f" AND ({merge['delete_and']})"
+            kept = session.sql(
+                f"SELECT {merge['target_alias'] or name}.* FROM {target} WHERE NOT EXISTS ({matched})",
+                args=_joined(share["source"], share["on"], share["delete_and"]),
+            ).localCheckpoint()
+            deleted = session.table(name).count() - kept.count()
+        if deleted:
+            if rows is not None:
+                kept = kept.unionByName(self._align(session, name, session.table(name).schema, rows, False))
+            self._overwrite(session, name, kept)
+        elif rows is not None and inserted:
             view = f"_synclog_merge_{uuid.uuid4().hex}"
-            rows.createOrReplaceTempView(view)
+            self._align(session, name, session.table(name).schema, rows, False).createOrReplaceTempView(view)
             try:
-                if merge["columns"]:
-                    session.sql(f"INSERT INTO {merge['target']} ({merge['columns']}) SELECT * FROM {view}")
-                else:
-                    session.sql(f"INSERT INTO {merge['target']} BY NAME SELECT * FROM {view}")
+                session.sql(f"INSERT INTO {name} SELECT * FROM {view}")
             finally:
                 session.catalog.dropTempView(view)
         return _longs(
             {
-                "num_affected_rows": inserted,
+                "num_affected_rows": inserted + deleted,
                 "num_updated_rows": 0,
-                "num_deleted_rows": 0,
+                "num_deleted_rows": deleted,
                 "num_inserted_rows": inserted,
             }
         )
+
+    def _overwrite(self, session: SparkSession, name: str, rows: DataFrame) -> None:
+        """Replace every row of table `name` by `rows` (a static overwrite of every partition)."""
+        view = f"_synclog_rows_{uuid.uuid4().hex}"
+        rows.createOrReplaceTempView(view)
+        mode = session.conf.get("spark.sql.sources.partitionOverwriteMode")
+        session.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+        try:
+            session.sql(f"INSERT OVERWRITE TABLE {name} SELECT * FROM {view}")
+        finally:
+            session.conf.set("spark.sql.sources.partitionOverwriteMode", str(mode))
+            session.catalog.dropTempView(view)
 
     # Volumes -------------------------------------------------------------------
 
@@ -533,11 +561,14 @@ _MERGE_HEAD = re.compile(
 )
 _NO_WHEN = r"(?:(?!\bWHEN\b).)+?"  # text without another WHEN clause in it
 _MERGE_TAIL = re.compile(
-    rf"(?:\s+(?:AS\s+)?(?!ON\b)(?P<alias>{_IDENT}))?\s+ON\s+(?P<on>{_NO_WHEN})\s+WHEN\s+NOT\s+MATCHED"
-    rf"(?:\s+BY\s+TARGET)?(?:\s+AND\s+(?P<and>{_NO_WHEN}))?\s+THEN\s+INSERT\s*"
-    r"(?:\*|\((?P<columns>[^)]*)\)\s*VALUES\s*\((?P<values>.*)\))\s*$",
+    rf"(?:\s+(?:AS\s+)?(?!ON\b)(?P<alias>{_IDENT}))?\s+ON\s+(?P<on>{_NO_WHEN})"
+    rf"(?P<delete>\s+WHEN\s+MATCHED(?:\s+AND\s+(?P<delete_and>{_NO_WHEN}))?\s+THEN\s+DELETE)?"
+    rf"(?P<insert>\s+WHEN\s+NOT\s+MATCHED(?:\s+BY\s+TARGET)?(?:\s+AND\s+(?P<and>{_NO_WHEN}))?"
+    r"\s+THEN\s+INSERT\s*(?:\*|\((?P<columns>[^)]*)\)\s*VALUES\s*\((?P<values>.*)\)))?\s*$",
     _FLAGS,
 )
+_MERGE_PARTS = ("source", "on", "delete_and", "and", "values")
+"""The parts of an emulated MERGE that may hold parameter markers, in the order they come."""
 _CREATE_OR_REPLACE_TABLE = re.compile(rf"CREATE\s+OR\s+REPLACE\s+TABLE\s+(?P<name>{_NAME3})", _FLAGS)
 _CREATE_TABLE = re.compile(r"(CREATE|REPLACE|CREATE\s+OR\s+REPLACE)\s+TABLE\b", _FLAGS)
 _QUOTED = r"'((?:[^']|'')*)'"
@@ -632,8 +663,9 @@ def _unsupported_table_operation(exc: PySparkException) -> bool:
     return condition.startswith("UNSUPPORTED_FEATURE.TABLE_OPERATION")
 
 
-def _insert_only_merge(text: str) -> dict[str, str | None] | None:
-    """The parts of ``MERGE INTO t USING s ON c WHEN NOT MATCHED [AND x] THEN INSERT …``, else None."""
+def _emulated_merge(text: str) -> dict[str, str | None] | None:
+    """The parts of ``MERGE INTO t USING s ON c [WHEN MATCHED [AND x] THEN DELETE]
+    [WHEN NOT MATCHED [AND y] THEN INSERT …]`` (at least one clause), else None."""
     head = _MERGE_HEAD.match(text)
     if not head:
         return None
@@ -661,18 +693,48 @@ def _insert_only_merge(text: str) -> dict[str, str | None] | None:
             return None
         source, rest = name.group(0), rest[name.end() :]
     tail = _MERGE_TAIL.match(rest)
-    if not tail:
+    if not tail or not (tail.group("delete") or tail.group("insert")):
         return None
     return {
         "target": head.group("target"),
         "target_alias": head.group("alias"),
         "source": source,
         "source_alias": tail.group("alias"),
-        "on": tail.group("on"),
-        "and": tail.group("and"),
-        "columns": tail.group("columns"),
-        "values": tail.group("values"),
+        **{name: tail.group(name) for name in ("on", "delete", "delete_and", "insert", "and")},
+        **{name: tail.group(name) for name in ("columns", "values")},
     }
+
+
+def _markers(text: str) -> int:
+    """How many positional ``?`` markers `text` holds outside quotes."""
+    count, quote = 0, ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"`":
+            quote = char
+        elif char == "?":
+            count += 1
+    return count
+
+
+def _split_args(args: Any, texts: list[str | None]) -> list[Any]:
+    """Positional `args` cut into each of `texts`' share (by its markers); named ones go to each."""
+    if not isinstance(args, list):
+        return [args] * len(texts)
+    shares, at = [], 0
+    for text in texts:
+        count = _markers(text or "")
+        shares.append(args[at : at + count])
+        at += count
+    return shares
+
+
+def _joined(*shares: Any) -> Any:
+    """The arguments of a query made of parts with these shares, in that order."""
+    if any(isinstance(share, list) for share in shares):
+        return [arg for share in shares for arg in share] or None
+    return shares[0]
 
 
 def _longs(values: dict[str, int]) -> Result:
@@ -698,7 +760,22 @@ def _strings(columns: dict[str, list[str | None]]) -> Result:
 def _to_result(df: DataFrame) -> Result:
     if not df.schema.fields:
         return _empty()
-    return Result(df.toArrow(), _columns(df.schema))
+    return Result(_variants_as_json(df).toArrow(), _columns(df.schema))
+
+
+def _variants_as_json(df: DataFrame) -> DataFrame:
+    """VARIANT columns as JSON text: Databricks sends them so (type name VARIANT, Arrow strings)."""
+    kinds = [field.dataType for field in df.schema.fields]
+    if not any(isinstance(kind, T.VariantType) for kind in kinds):
+        return df
+    names = df.columns  # may repeat a name: the columns are picked by position
+    numbered = df.toDF(*[f"_{i}" for i in range(len(names))])
+    return numbered.select(
+        *[
+            (F.to_json(F.col(f"_{i}")) if isinstance(kind, T.VariantType) else F.col(f"_{i}")).alias(name)
+            for i, (name, kind) in enumerate(zip(names, kinds, strict=True))
+        ]
+    )
 
 
 def _empty() -> Result:

@@ -228,6 +228,49 @@ def test_delete_and_insert_only_merge_are_emulated(conn: Any) -> None:
     cur.execute("DROP TABLE census.census.retention")
 
 
+MARKER_MERGE = (  # the shape synclog's core sends: the staged rows, and a marker row per replaced key
+    "MERGE INTO census.census.swap AS t USING (SELECT id, v, FALSE AS mark FROM VALUES (2, 'new'), "
+    "(2, 'newer') AS s(id, v) UNION ALL SELECT CAST(? AS INT), CAST(NULL AS STRING), TRUE) AS s "
+    "ON t.id = s.id AND s.mark WHEN MATCHED THEN DELETE "
+    "WHEN NOT MATCHED AND NOT s.mark THEN INSERT (id, v) VALUES (s.id, s.v)"
+)
+
+
+def test_merge_that_deletes_is_emulated_by_a_rewrite(conn: Any) -> None:
+    cur = conn.cursor()
+    cur.execute("CREATE OR REPLACE TABLE census.census.swap (id INT, v STRING, note STRING) USING DELTA")
+    cur.execute("INSERT INTO census.census.swap VALUES (1, 'a', 'kept'), (2, 'old', 'x'), (3, 'c', NULL)")
+    # A replay deletes what the first run inserted and inserts it again.
+    for deleted in (1, 2):
+        cur.execute(MARKER_MERGE, [2])
+        assert [d[0] for d in cur.description][2:] == ["num_deleted_rows", "num_inserted_rows"]
+        assert tuple(cur.fetchone()) == (deleted + 2, 0, deleted, 2)
+        cur.execute("SELECT id, v, note FROM census.census.swap ORDER BY id, v")
+        assert [tuple(r) for r in cur.fetchall()] == [
+            (1, "a", "kept"),
+            (2, "new", None),
+            (2, "newer", None),
+            (3, "c", None),
+        ]
+    cur.execute(  # delete-only, with a condition on the matched clause
+        "MERGE INTO census.census.swap t USING (SELECT * FROM VALUES (1), (3) AS k(id)) k "
+        "ON t.id = k.id WHEN MATCHED AND t.v = :v THEN DELETE",
+        {"v": "c"},
+    )
+    assert tuple(cur.fetchone()) == (1, 0, 1, 0)
+    cur.execute("SELECT id FROM census.census.swap ORDER BY id")
+    assert [r[0] for r in cur.fetchall()] == [1, 2, 2]
+    cur.execute("DROP TABLE census.census.swap")
+
+
+@pytest.mark.parametrize("use_cloud_fetch", [True, False], ids=["arrow-links", "json-inline"])
+def test_variant_values_come_back_as_json_text(dbx: DatabricksSqlServer, use_cloud_fetch: bool) -> None:
+    with sql.connect(**dbx.connect_kwargs(catalog="census", use_cloud_fetch=use_cloud_fetch)) as c:
+        cur = c.cursor()
+        cur.execute("""SELECT PARSE_JSON('{"b": [1, "x"], "a": null}') AS j, CAST(NULL AS VARIANT) AS n""")
+        assert [tuple(r) for r in cur.fetchall()] == [('{"a":null,"b":[1,"x"]}', None)]
+
+
 def test_create_catalog_view_and_metadata(conn: Any) -> None:
     cur = conn.cursor()
     cur.execute("CREATE CATALOG IF NOT EXISTS mycatalog")

@@ -263,7 +263,7 @@ class SqlTarget(Target):
         keys = list(scope) if scope else list(table.replace_key)
         quoted = {c.name: self.quote(c.name) for c in table.columns}
         mark = self.quote(_DELETE_MARK)
-        rows = ", ".join(self.staged_value_sql(c) for c in table.columns)
+        rows = ", ".join(f"{self.staged_value_sql(c)} AS {quoted[c.name]}" for c in table.columns)
         types = {c.name: self.type_name(c.type) for c in table.columns}
         if scope:
             params: list[Any] = list(scope.values())

@@ -1,0 +1,261 @@
+"""The Databricks targets: the in-cluster path and the SQL warehouse path, on local stand-ins.
+
+- In-cluster (`databricks+spark://census`): `test_databricks_spark.py` in a Spark process of its
+  own (the catalog confs are static), and a write through a Spark Connect server.
+- SQL warehouse (`databricks://HOST?http_path=…`): the real databricks-sql-connector against the
+  local Statement Execution stand-in. Emulated: its tables are Parquet behind `USING DELTA`, and
+  it rewrites a whole table for a MERGE that deletes or a DELETE (not atomic, unlike Delta).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from synclog.cli.main import main
+from synclog.config import Config
+from synclog.errors import ConfigError, TargetError
+from synclog.plugins.manager import registry
+from synclog.storage.location import Location
+from synclog.targets import export
+from synclog.targets.base import Target, TargetSettings
+from synclog.testing.conformance import TargetConformance
+from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
+from synclog.urls import TargetURL
+from synclog.writer import SyncLog
+
+pytest.importorskip("synclog_databricks", reason="synclog-databricks is not installed")
+import databricks.sql
+from databricks.sql.exc import ServerOperationError
+from harness.databricks_sql_server import DatabricksSqlServer, databricks_sql_server
+from harness.errors import ServerUnavailable
+from harness.forwarder import forward
+from harness.processes import free_port
+from harness.spark_catalogs import unity_catalog_confs
+from harness.spark_cluster import spark_connect_server, subprocess_env
+
+REPO = Path(__file__).resolve().parents[1]
+SEED_NAMES = {
+    "CENSUS.CENSUS.SYNC_LOG": "census.census.sync_log",
+    "CENSUS.CENSUS.SOURCE_OBJECTS": "census.census.source_objects",
+}
+
+# -- the in-cluster path -----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(3000)
+def test_in_cluster_path_in_a_spark_of_its_own() -> None:
+    """Runs test_databricks_spark.py (conformance, partitions, demo) in a fresh Spark process."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "integration/test_databricks_spark.py",
+        ],
+        cwd=REPO,
+        env={**subprocess_env(), "SYNCLOG_DATABRICKS_SPARK": "1"},
+        capture_output=True,
+        text=True,
+        timeout=2900,
+        check=False,
+    )
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:]
+    if done.returncode == 0 and " passed" not in summary:
+        pytest.skip(f"the in-cluster suite ran nothing: {summary}")
+    assert done.returncode == 0, done.stdout[-15000:] + done.stderr[-3000:]
+
+
+CONNECT_CLIENT = textwrap.dedent(
+    """
+    import json, sys
+    from synclog.config import Config
+    from synclog.spark import spark_session
+    from synclog.storage.location import Location
+    from synclog.testing.factories import make_records, make_run, record_rows
+    from synclog.writer import SyncLog
+
+    spark = spark_session()
+    run = make_run()
+    with SyncLog.open("databricks+spark://census", Config(storage=Location.parse(sys.argv[1])), spark) as log:
+        log.write_run(run, make_records(spark, record_rows(run)))
+        rows = log.target.query(sys.argv[2]).num_rows
+    print(json.dumps({"session": type(spark).__module__, "rows": rows}))
+    """
+)
+
+
+def test_in_cluster_path_through_spark_connect(tmp_path: Path) -> None:
+    """A Spark Connect client (no SparkContext, no JVM) writes a run; seed 000's query reads it."""
+    try:
+        conf = {**unity_catalog_confs(["census"]), "spark.sql.warehouse.dir": str(tmp_path / "warehouse")}
+        with spark_connect_server(conf=conf) as server:
+            query = seed("SELECT * FROM CENSUS.CENSUS.SYNC_LOG log LEFT JOIN CENSUS.CENSUS.SOURCE_OBJECTS "
+                         "source ON log.source_object_id = source.id WHERE log.sync_id = 1234")  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-c", CONNECT_CLIENT, str(tmp_path / "storage"), query],
+                env=subprocess_env({"SPARK_REMOTE": server.remote}),
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+    except ServerUnavailable as exc:
+        pytest.skip(exc.reason)
+    assert done.returncode == 0, done.stderr[-5000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer == {"session": "pyspark.sql.connect.session", "rows": 40}
+
+
+def test_plugins_show_no_run_metadata_gap(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line.split() for line in lines if line.startswith("capability"))
+    for capability in ("run_metadata_columns", "fields_column", "three_part_names"):
+        values = dict(
+            zip(header, next(line.split() for line in lines if line.startswith(capability)), strict=True)
+        )
+        assert values["databricks"] == values["databricks-spark"] == "yes", capability
+
+
+def seed(sql: str) -> str:
+    for snowflake_name, own in SEED_NAMES.items():
+        sql = sql.replace(snowflake_name, own)
+    return sql
+
+
+# -- the SQL warehouse path, emulated ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dbx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabricksSqlServer]:
+    try:
+        with databricks_sql_server(["census"], parent_dir=tmp_path_factory.mktemp("dbx")) as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(exc.reason)
+
+
+def warehouse_url(dbx: DatabricksSqlServer, port: int | None = None, **options: str) -> str:
+    """The stand-in's URL: plain HTTP, the connector's Statement Execution backend."""
+    query = "&".join(f"{k}={v}" for k, v in {"scheme": "http", "use_sea": "true", **options}.items())
+    return f"databricks://{dbx.host}:{port or dbx.port}?http_path={dbx.http_path}&{query}"
+
+
+def drop_schemas(dbx: DatabricksSqlServer) -> None:
+    with databricks.sql.connect(**dbx.connect_kwargs()) as conn, conn.cursor() as cursor:
+        cursor.execute("SHOW SCHEMAS IN census")
+        for (name,) in cursor.fetchall():
+            if name != "default":
+                cursor.execute(f"DROP SCHEMA census.`{name}` CASCADE")
+
+
+def staged_files(dbx: DatabricksSqlServer) -> list[Path]:
+    return [p for p in dbx.volume_root.rglob("*") if p.is_file()]
+
+
+class TestDatabricksWarehouse(TargetConformance):
+    """The conformance suite through the connector into the stand-in (emulated, see the module)."""
+
+    seed_names = SEED_NAMES
+    expected_sync_log = "census.census.sync_log"
+
+    @pytest.fixture
+    def target_url(self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+        monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
+        yield warehouse_url(dbx)
+        drop_schemas(dbx)
+
+    def test_loads_put_files_in_the_volume_and_remove_them(
+        self, target: Target, spark: SparkSession, dbx: DatabricksSqlServer
+    ) -> None:
+        run = make_run()
+        log = self.log(target, spark)
+        log.write_run(run, make_records(spark, record_rows(run)))
+        assert (dbx.volume_dir("census", "census", "synclog_staging")).is_dir()
+        assert staged_files(dbx) == []
+        stages = [r for r in target.fetch("SHOW TABLES IN census.census") if "_synclog_stage_" in r[1]]
+        assert stages == []
+
+    def test_read_rows_streams_the_export_in_chunks(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(export, "CHUNK_ROWS", 3)
+        check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
+
+    def test_read_rows_of_a_sync_without_rows_is_an_empty_file(
+        self, target: Target, spark: SparkSession
+    ) -> None:
+        check_empty_read_back(target, spark)
+
+    def test_variant_payloads(self, target_url: str, storage: Location, spark: SparkSession) -> None:
+        settings = TargetSettings(storage=storage, options={"json": "variant"})
+        with registry().open(TargetURL.parse(target_url), settings) as target:
+            run = make_run()
+            self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+            types = {r[0]: r[1] for r in target.fetch("DESCRIBE TABLE census.census.sync_log_records")}
+            assert types["record_payload"] == "variant"
+            emails = target.query("SELECT record_payload:email::string AS e FROM census.census.sync_log")
+            assert "user2@example.com" in emails.column("e").to_pylist()
+            check_read_back(target, spark, read_back_rows(), row_groups=[8])
+
+    def test_sql_errors_are_not_outages(self, target: Target) -> None:
+        with pytest.raises(ServerOperationError, match="TABLE_OR_VIEW_NOT_FOUND"):
+            target.query("SELECT * FROM census.census.nowhere")
+
+    def test_token_comes_from_the_environment_and_is_never_shown(
+        self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        monkeypatch.delenv("DATABRICKS_TOKEN", raising=False)
+        with pytest.raises(ConfigError, match="no access token: set DATABRICKS_TOKEN"):
+            registry().open(TargetURL.parse(warehouse_url(dbx)))
+        monkeypatch.setenv("SYNCLOG_TEST_DBX_TOKEN", "dapi-s3cret")
+        url = TargetURL.parse(
+            warehouse_url(dbx, free_port(), retry_seconds="2"), password_env="SYNCLOG_TEST_DBX_TOKEN"
+        )
+        with pytest.raises(TargetError, match="cannot connect to databricks://") as failed:
+            registry().open(url, TargetSettings(storage=Location.parse(str(tmp_path))))
+        assert "s3cret" not in str(failed.value) + str(url) + repr(url)
+        assert "\n" not in str(failed.value)
+
+    def test_a_sync_outlives_a_warehouse_that_is_down(
+        self, dbx: DatabricksSqlServer, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
+        port = free_port()
+        url = warehouse_url(dbx, port, retry_seconds="2")
+        run = make_run()
+        rows = record_rows(run, count=20, batches=2)
+        warnings: list[str] = []
+        config = Config(storage=Location.parse(str(tmp_path / "storage")))
+        with SyncLog.open(url, config, spark, progress=warnings.append) as log:  # nothing listens
+            assert "does not answer" in warnings[0]
+            assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending
+            with forward(port, dbx.host, dbx.port):  # the warehouse is back
+                assert not log.write(run, make_records(spark, [r for r in rows if r[5] == 1])).pending
+                log.finish(run)
+                assert self.count(log.target, "sync_id = 1234") == 20
+
+    def test_bad_urls_are_one_line_config_errors(
+        self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
+        for url, message in (
+            ("databricks://host", "expected databricks://HOST\\?http_path="),
+            (warehouse_url(dbx, schema="x"), "unknown option 'schema'"),
+            (warehouse_url(dbx, scheme="ftp"), "scheme must be https or http"),
+            (warehouse_url(dbx, retry_seconds="soon"), "retry_seconds must be a number"),
+        ):
+            with pytest.raises(ConfigError, match=message):
+                registry().open(TargetURL.parse(url))

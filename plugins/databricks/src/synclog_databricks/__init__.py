@@ -1,0 +1,1 @@
+"""synclog's Databricks target: `databricks+spark://CATALOG` in a cluster, `databricks://HOST` outside."""

@@ -1,0 +1,116 @@
+"""What both Databricks targets share: Unity Catalog names, Spark SQL types and DDL, JSON types.
+
+Both speak Spark SQL (Databricks SQL is Spark SQL): inside a cluster through `spark.sql`, outside
+through a SQL warehouse. Relations are `catalog`.`schema`.`table`, quoted with backticks; the
+catalog must exist (synclog creates schemas, tables and views, never catalogs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import ClassVar
+
+from synclog.errors import ConfigError
+from synclog.naming import Relation
+from synclog.targets.base import TargetSettings
+from synclog.targets.sql import SqlTarget
+from synclog.targets.tables import Column, ColumnType, TableSpec
+from synclog.urls import TargetURL
+
+
+class DatabricksTarget(SqlTarget):
+    """Spark SQL DDL and names; subclasses bring the connection and the load."""
+
+    placeholder: ClassVar[str] = "?"
+    type_names: ClassVar[dict[ColumnType, str]] = {
+        ColumnType.BIGINT: "BIGINT",
+        ColumnType.INTEGER: "INT",
+        ColumnType.STRING: "STRING",
+        ColumnType.TIMESTAMP: "TIMESTAMP",
+        ColumnType.BOOLEAN: "BOOLEAN",
+    }
+    table_format: ClassVar[str] = "DELTA"
+    """The `USING` clause of the tables this target creates."""
+
+    def __init__(self, url: TargetURL, settings: TargetSettings, catalog: str, json_type: str) -> None:
+        super().__init__(url, replace(settings, database=catalog))
+        self.capabilities = replace(type(self).capabilities, json_type=json_type)
+
+    @property
+    def variant(self) -> bool:
+        """Whether JSON columns are VARIANT (else STRING holding JSON text)."""
+        return self.capabilities.json_type == "VARIANT"
+
+    # -- names ---------------------------------------------------------------------------------
+
+    def relation(self, table: TableSpec, name: str | None = None) -> Relation:
+        return replace(super().relation(table, name), quote="`")
+
+    def quote(self, name: str) -> str:
+        return Relation(schema="s", name="n", quote="`").quoted(self.capabilities.casefold.apply(name))
+
+    # -- DDL -----------------------------------------------------------------------------------
+
+    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
+        return f"{super().create_table_sql(relation, table)} USING {self.table_format}"
+
+    def ensure(self, tables: Sequence[TableSpec]) -> None:
+        """Create what is missing; an existing table must store JSON as the `json` option says."""
+        for table in tables:
+            spec = self.table_spec(table)
+            relation = self.relation(spec)
+            stored = dict(self.described(relation) or ())
+            for column in spec.columns:
+                kind = stored.get(column.name, "").upper()
+                if column.type is ColumnType.JSON and kind and kind != self.capabilities.json_type:
+                    raise ConfigError(
+                        f"{relation} stores {column.name} as {kind}: set the target's option "
+                        f"json = {kind.lower()!r}, or write into another catalog or schema"
+                    )
+        super().ensure(tables)
+
+    def described(self, relation: Relation) -> list[tuple[str, str]] | None:
+        """(name, type) of each column of `relation` in order, or None when it does not exist.
+
+        Schemas and tables are listed rather than probed, so a missing one is no error to catch.
+        """
+        catalog, schema, name = relation.parts
+        schemas = self.fetch(f"SHOW SCHEMAS IN {relation.quoted(catalog)}")
+        if schema not in {str(row[0]).lower() for row in schemas}:
+            return None
+        tables = self.fetch(f"SHOW TABLES IN {relation.schema_relation()}")
+        if name not in {str(row[1]).lower() for row in tables if not row[2]}:
+            return None
+        columns = []
+        for row in self.fetch(f"DESCRIBE TABLE {relation.render()}"):
+            if not row[0] or str(row[0]).startswith("#"):
+                break  # partition information follows
+            columns.append((str(row[0]).lower(), str(row[1]).lower()))
+        return columns
+
+    def existing_columns(self, relation: Relation) -> list[str] | None:
+        described = self.described(relation)
+        return None if described is None else [name for name, _ in described]
+
+    # -- staging and JSON ----------------------------------------------------------------------
+
+    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+        columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
+        self.execute(f"CREATE TABLE {stage.render()} ({columns}) USING {self.table_format}")
+
+    def stage_type(self, column: Column) -> str:
+        """The stage holds JSON as text; the swap parses it where the tables hold VARIANT."""
+        return "STRING" if column.type is ColumnType.JSON else self.type_name(column.type)
+
+    def staged_value_sql(self, column: Column) -> str:
+        if self.variant and column.type is ColumnType.JSON:
+            return f"PARSE_JSON({self.quote(column.name)})"
+        return self.quote(column.name)
+
+    def json_text_sql(self, expression: str) -> str:
+        """TO_JSON for VARIANT (a cast to STRING gives a JSON string's value without its quotes);
+        the inner cast types the NULL a missing column reads as."""
+        if self.variant:
+            return f"TO_JSON(CAST({expression} AS VARIANT))"
+        return super().json_text_sql(expression)

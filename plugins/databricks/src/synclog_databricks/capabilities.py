@@ -1,0 +1,29 @@
+"""What the Databricks targets can do, as data."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from synclog.capabilities import Capabilities, Casefold, Staging
+
+MAX_JSON_BYTES = 16 * 1024 * 1024
+"""VARIANT values hold at most 16 MiB on current runtimes (128 MiB on some); STRING payloads get the
+same limit, since a larger row exhausts a Spark task's memory long before."""
+
+DELTA = Capabilities(
+    json_type="STRING",
+    casefold=Casefold.LOWER,
+    max_identifier_length=255,
+    three_part_names=True,
+    transactions=False,
+    merge=True,
+    staging=Staging.EXECUTORS,
+    max_json_bytes=MAX_JSON_BYTES,
+)
+"""Inside a cluster whose session has Delta: the executors fill a Delta stage, one MERGE swaps."""
+
+PARQUET = replace(DELTA, merge=False, partition_drop=True)
+"""Inside a session without Delta: day-partitioned Parquet tables, replaced partition by partition."""
+
+WAREHOUSE = replace(DELTA, staging=Staging.FILES)
+"""Through a SQL warehouse: staged Parquet files PUT into a volume, COPY INTO a stage, one MERGE."""

@@ -1,0 +1,48 @@
+"""Registers the two Databricks targets; Spark's session and the connector are reached only when one opens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synclog.plugins.hookspecs import hookimpl
+from synclog.targets.base import Target, TargetSettings, TargetType
+from synclog.urls import TargetURL
+from synclog_databricks.capabilities import DELTA, WAREHOUSE
+
+
+def _open_cluster(url: TargetURL, settings: TargetSettings) -> Target:
+    from synclog_databricks.cluster import open_cluster_target
+
+    return open_cluster_target(url, settings)
+
+
+def _open_warehouse(url: TargetURL, settings: TargetSettings) -> Target:
+    from synclog_databricks.warehouse import WarehouseTarget
+
+    return WarehouseTarget(url, settings)
+
+
+CLUSTER = TargetType(
+    name="databricks-spark",
+    schemes=("databricks+spark",),
+    capabilities=DELTA,
+    summary="Databricks in the cluster: Spark writes Delta (MERGE), or day-partitioned Parquet without Delta",
+    opener=_open_cluster,
+    example_url="databricks+spark://census",
+)
+
+WAREHOUSE_TYPE = TargetType(
+    name="databricks",
+    schemes=("databricks",),
+    capabilities=WAREHOUSE,
+    summary="Databricks SQL warehouse: PUT into a volume, COPY INTO a stage, MERGE",
+    example_url="databricks://HOST?http_path=/sql/1.0/warehouses/ID",
+    opener=_open_warehouse,
+)
+
+
+@hookimpl
+def synclog_register_targets(register: Any) -> None:
+    """Register the in-cluster and the SQL warehouse targets."""
+    register(CLUSTER)
+    register(WAREHOUSE_TYPE)

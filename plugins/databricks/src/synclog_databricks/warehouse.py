@@ -1,0 +1,180 @@
+"""The out-of-cluster target: a Databricks SQL warehouse reached with `databricks-sql-connector`.
+
+    databricks://HOST?http_path=/sql/1.0/warehouses/ID            token from $DATABRICKS_TOKEN
+    databricks://token:TOKEN@HOST?http_path=…&catalog=census      (better: password_env)
+
+For a load, the core stages the rows as Parquet files under `storage` (the executors write
+them). Each file goes up with `PUT … INTO '/Volumes/<catalog>/<schema>/<volume>/…'` through the
+connector (so the driver reads each file once), `COPY INTO` fills a staging table from them,
+the core's MERGE swaps, and the stage and the uploaded files are removed. Only the connector's
+connection and operational errors are outages; an error of the warehouse about our SQL is not.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import databricks.sql
+import pyarrow as pa
+from databricks.sql.exc import OperationalError
+
+from synclog.capabilities import Capabilities
+from synclog.errors import ConfigError, outages
+from synclog.naming import Relation, check_name
+from synclog.storage.manifest import Manifest
+from synclog.targets import export
+from synclog.targets.base import TargetSettings
+from synclog.targets.tables import TableSpec
+from synclog.urls import TargetURL
+from synclog_databricks.base import DatabricksTarget
+from synclog_databricks.capabilities import WAREHOUSE
+from synclog_databricks.options import catalog, json_type, options
+
+OPTIONS = ("http_path", "catalog", "volume", "json", "use_sea", "scheme", "retry_seconds")
+TOKEN_ENV = "DATABRICKS_TOKEN"
+DEFAULT_VOLUME = "synclog_staging"
+RETRY_SECONDS = 120
+"""How long the connector retries a request (it would for 15 minutes, waiting out a cluster's start):
+a warehouse that does not answer by then is an outage, and the batches wait for `flush`."""
+COPY_FILES = 1000
+"""COPY INTO names at most this many files."""
+OUTAGES = (OperationalError,)
+"""The warehouse cannot be reached, refused the token, timed out, or an upload failed (the
+connector's RequestError and its kin): the write waits for `flush`. ServerOperationError (the
+warehouse refused a statement) is not among them."""
+
+
+class WarehouseTarget(DatabricksTarget):
+    """Delta tables written through a SQL warehouse."""
+
+    capabilities: ClassVar[Capabilities] = WAREHOUSE
+
+    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
+        given = options(url, settings, OPTIONS)
+        if not url.host or url.path.strip("/") or "http_path" not in given:
+            raise ConfigError(f"{url}: expected databricks://HOST?http_path=/sql/1.0/warehouses/ID")
+        token = url.password or os.environ.get(TOKEN_ENV)
+        if not token:
+            raise ConfigError(f"{url}: no access token: set {TOKEN_ENV}, or password_env in synclog.toml")
+        scheme = given.get("scheme", "https").lower()
+        if scheme not in ("https", "http"):
+            raise ConfigError(f"{url}: scheme must be https or http, not {scheme!r}")
+        chosen = catalog(url, settings, given.get("catalog"))
+        super().__init__(url, settings, chosen, json_type(url, given))
+        self.volume = check_name(given.get("volume", DEFAULT_VOLUME), what="volume", max_length=255).lower()
+        local = [tempfile.gettempdir(), *([self.storage.root] if self.storage.local else [])]
+        kwargs: dict[str, Any] = {
+            "server_hostname": url.host if scheme == "https" else f"http://{url.host}",
+            "http_path": given["http_path"],
+            "access_token": token,
+            "catalog": chosen,
+            "use_sea": given.get("use_sea", "false").lower() == "true",
+            "staging_allowed_local_path": local,  # what PUT may read: storage, downloaded copies
+            "enable_telemetry": False,
+            "user_agent_entry": "synclog",
+        }
+        try:
+            kwargs["_retry_stop_after_attempts_duration"] = float(given.get("retry_seconds", RETRY_SECONDS))
+        except ValueError:
+            raise ConfigError(f"{url}: retry_seconds must be a number of seconds") from None
+        if url.port:
+            kwargs["_port"] = (
+                url.port
+            )  # the connector's port setting (private, like the retry's); 443 by default
+        with outages(OUTAGES, f"cannot connect to {url}"):
+            self.connection = databricks.sql.connect(**kwargs)
+        self._volumes: set[str] = set()
+        self._uploads: dict[str, list[str]] = {}
+
+    # -- statements ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _cursor(self, sql: str, params: Sequence[Any]) -> Iterator[Any]:
+        with outages(OUTAGES, str(self.url)), self.connection.cursor() as cursor:
+            cursor.execute(sql, list(params) or None)
+            yield cursor
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; DML and COPY INTO answer with their affected rows."""
+        with self._cursor(sql, params) as cursor:
+            if [d[0] for d in cursor.description or ()][:1] != ["num_affected_rows"]:
+                return 0
+            row = cursor.fetchone()
+            return int(row[0] or 0) if row is not None else 0
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._cursor(sql, params) as cursor:
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        """The result in Arrow; an empty one keeps its column names (the connector's Statement
+        Execution backend gives an empty result no columns)."""
+        with self._cursor(sql, params) as cursor:
+            table = cursor.fetchall_arrow()
+            if table.num_columns or not cursor.description:
+                return table
+            return pa.table({d[0]: pa.array([], pa.null()) for d in cursor.description})
+
+    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The result `export.CHUNK_ROWS` rows at a time, one record batch per chunk."""
+        with self._cursor(sql, params) as cursor:
+            while (chunk := cursor.fetchmany_arrow(export.CHUNK_ROWS)).num_rows:
+                yield from chunk.combine_chunks().to_batches()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A warehouse runs each statement in a transaction of its own: the swap is one MERGE."""
+        yield
+
+    def close(self) -> None:
+        with outages(OUTAGES, str(self.url)):
+            self.connection.close()
+
+    # -- loading: PUT into a volume, COPY INTO the stage ---------------------------------------
+
+    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
+        """Upload the staged files into the schema's volume, then COPY INTO the stage from them."""
+        folder = f"{self._volume(stage)}/{stage.name}"
+        uploads = self._uploads.setdefault(stage.name, [])
+        names = []
+        with manifest.local_paths() as paths:
+            for number, path in enumerate(paths):
+                name = f"part-{number:05d}.parquet"
+                self.execute(f"PUT {_literal(path)} INTO {_literal(f'{folder}/{name}')} OVERWRITE")
+                uploads.append(f"{folder}/{name}")
+                names.append(name)
+        loaded = 0
+        for start in range(0, len(names), COPY_FILES):
+            files = ", ".join(_literal(n) for n in names[start : start + COPY_FILES])
+            loaded += self.execute(
+                f"COPY INTO {stage.render()} FROM {_literal(folder)} FILEFORMAT = PARQUET FILES = ({files})"
+            )
+        return loaded
+
+    def drop_stage(self, stage: Relation) -> None:
+        """Drop the stage table and remove the files uploaded for it."""
+        super().drop_stage(stage)
+        for path in self._uploads.pop(stage.name, ()):
+            self.execute(f"REMOVE {_literal(path)}")
+
+    def _volume(self, stage: Relation) -> str:
+        """`/Volumes/<catalog>/<schema>/<volume>` of the stage's schema, created on first use."""
+        catalog_name, schema, _ = stage.parts
+        path = posixpath.join("/Volumes", catalog_name, schema, self.volume)
+        if path not in self._volumes:
+            volume = stage.with_name(self.volume).render()
+            self.execute(f"CREATE VOLUME IF NOT EXISTS {volume}")
+            self._volumes.add(path)
+        return path
+
+
+def _literal(text: str) -> str:
+    """A path as a SQL string literal (a quote or backslash in it is refused, not escaped)."""
+    if "'" in text or "\\" in text:
+        raise ConfigError(f"path {text!r} has a quote or backslash, which a staging path may not")
+    return f"'{text}'"
