@@ -1,5 +1,7 @@
 """`synclog.toml`: named targets and per-sync settings (layouts, tables, retention, payload policy).
 
+storage = "s3://bucket/synclog"          # run store, spool and load staging (default: .synclog)
+
 [targets.default]
 url = "postgresql://synclog@db.internal:5432/analytics"
 password_env = "SYNCLOG_PG_PASSWORD"     # secrets come from the environment
@@ -8,8 +10,6 @@ schemas = { census = "census" }
 [defaults]
 layouts = ["census"]
 retention_days = 7
-
-storage = "s3://bucket/synclog"          # run store, spool and load staging (default: .synclog)
 
 [syncs.1234]
 retention_days = 30
