@@ -34,6 +34,15 @@ from synclog.targets.lake import LakeTarget
 from synclog.targets.lake_files import publish, write_parquet
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
 from synclog.testing.lake import LakeConformance
+from synclog.testing.privacy import (
+    MASK_KEY,
+    MASK_KEY_ENV,
+    RAW,
+    check_masked,
+    check_tracking_cli,
+    files_text,
+    masked_demo,
+)
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 
@@ -305,6 +314,33 @@ def test_demo_writes_a_lake_that_seed_003_queries(
         "plan": "string",
         "tags": "array",
     }
+
+
+@pytest.mark.timeout(1800)
+def test_masked_demo_on_s3_holds_no_raw_email_and_sync_tracking_answers(
+    s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, value in s3.environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv(MASK_KEY_ENV, MASK_KEY)
+    s3.create_bucket("masked-demo")
+    target = "lake+s3://masked-demo/lake"
+    config = masked_demo(tmp_path, target, str(tmp_path / "storage"))
+    lake = registry().open(TargetURL.parse(target))
+    assert isinstance(lake, LakeTarget)
+    with lake:
+        files, text = files_text(lake.location)
+        schemas = lake.query(
+            "SELECT DISTINCT json -> 'record_payload_schema' FROM read_json_objects(?)",
+            [lake.uri("sync_tracking_datasets/*/*/*/metadata.json")],
+        )
+    assert files > 20
+    check_masked(text)
+    assert [json.loads(schema) for schema in schemas.column(0).to_pylist()] == [
+        {"email": "string", "model_version": "number", "plan": "string"}
+    ]
+    assert RAW not in files_text(Location.parse(str(tmp_path / "storage")))[1]
+    check_tracking_cli(config, target, "lake", tmp_path, capsys)
 
 
 class TestLakeConformance(LakeConformance):

@@ -29,6 +29,7 @@ from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
 from synclog.testing.conformance import Outage, TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, check_masked, check_tracking_cli, masked_demo
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
@@ -282,6 +283,23 @@ class TestPostgres(TargetConformance):
             with forward(port, postgres.host, postgres.port):
                 assert log.flush() == []
                 assert self.count(log.target, "sync_id = 1234") == 20
+
+    # -- the demo under a payload policy, and Sync Tracking over it -----------------------------
+
+    @pytest.mark.timeout(1800)
+    def test_masked_demo_holds_no_raw_email_and_sync_tracking_answers(
+        self,
+        target_url: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        monkeypatch.setenv(MASK_KEY_ENV, MASK_KEY)
+        config = masked_demo(tmp_path, target_url, str(tmp_path / "storage"))
+        with registry().open(TargetURL.parse(target_url)) as target:
+            check_masked(self.logged_text(target))
+        for layout in ("census", "hightouch"):
+            check_tracking_cli(config, target_url, layout, tmp_path, capsys)
 
     # -- seed 002 (the hightouch layout) -------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The command line: demo, write, records, cleanup, plugins; bad usage exits 2 in one line."""
+"""The command line: demo, write, records, runs, cleanup, plugins; bad usage exits 2 in one line."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import duckdb
 import pytest
 from pyspark.sql import SparkSession
 
+from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
 from synclog.cli.main import describe, main
 from synclog.retention import cutoff
 from synclog.testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
@@ -54,6 +55,10 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         (("records",), "the following arguments are required: --sync"),
         (("records", "--sync", "x"), "argument --sync: invalid int value: 'x'"),
         (("records", "--sync", "1", "--status", "lost"), "argument --status: invalid choice"),
+        (("records", "--sync", "1", "--layout", "nope"), "argument --layout: invalid choice"),
+        (("records", "--sync", "1", "--out", "x.txt"), "argument --out: must end in .csv, .jsonl, .parquet"),
+        (("runs",), "the following arguments are required: --sync"),
+        (("runs", "--sync", "1", "--offset", "-1"), "argument --offset: must be 0 or more, got -1"),
         (("cleanup", "--target", "warehouse"), "unknown target 'warehouse'"),
         (("cleanup", "--target", "oracle://h/db"), "no installed plugin handles oracle://"),
         (("write", "--run", "absent.json", "--records", "x.parquet"), "cannot read run description"),
@@ -93,12 +98,15 @@ def test_a_bad_storage_setting_is_one_line(tmp_path: Path) -> None:
 def test_records_where_nothing_was_logged_is_one_line(tmp_path: Path) -> None:
     done = run_cli("records", "--sync", "1", "--target", f"duckdb:///{tmp_path / 'empty.duckdb'}")
     assert done.returncode == 1
-    assert "has no census.sync_log: no sync has been logged there with the census layout" in done.stderr
+    assert (
+        "has no census.sync_log, hightouch_audit.sync_changelog: "
+        "no sync has been logged there with the census or hightouch layout"
+    ) in done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_help_on_every_command() -> None:
-    for command in ("demo", "write", "cleanup", "records", "plugins"):
+    for command in ("demo", "write", "cleanup", "records", "runs", "flush", "plugins"):
         done = run_cli(command, "--help")
         assert done.returncode == 0 and "usage: synclog" in done.stdout
 
@@ -218,7 +226,8 @@ def test_records_filters_and_csv(demo: Path, tmp_path: Path, capsys: pytest.Capt
         main(["records", "--target", target, "--sync", "1234", "--status", "invalid", "--out", str(out)]) == 0
     )
     rows = list(csv.DictReader(out.open()))
-    assert rows and all(r["invalid_reason"] in {"NULL", "DUPLICATE"} for r in rows)
+    assert rows and all((r["status"], r["layout_status"]) == ("invalid", "rejected") for r in rows)
+    assert {r["status_message"] for r in rows} == {NULL_MESSAGE, DUPLICATE_MESSAGE}
     someone = next(r["record_identifier"] for r in rows if r["record_identifier"])
     assert (
         main(["records", "--target", target, "--sync", "1234", "--search", someone, "--out", str(out)]) == 0

@@ -15,6 +15,7 @@ from synclog.model import (
     SourceObject,
 )
 from synclog.plugins.hookspecs import hookimpl
+from synclog.privacy import Mask, PayloadPolicy
 from synclog.targets.base import Target, TargetSettings, TargetType
 from synclog.writer import SyncLog, WriteResult
 
@@ -28,7 +29,9 @@ __all__ = [
     "DestinationObject",
     "InputError",
     "InputStatus",
+    "Mask",
     "Operation",
+    "PayloadPolicy",
     "RecordStatus",
     "Run",
     "RunStatus",

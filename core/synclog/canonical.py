@@ -11,6 +11,7 @@ from pyspark.sql import types as T
 from synclog import checks
 from synclog.model import Run
 from synclog.payloads import LARGEST_JSON_BYTES, fit_json
+from synclog.privacy import PayloadTransform
 from synclog.records import VIOLATION, violation
 
 CANONICAL_COLUMNS = (
@@ -44,11 +45,15 @@ def canonical_schema() -> T.StructType:
     )
 
 
-def canonical_frame(run: Run, records: DataFrame, logged_at: datetime) -> DataFrame:
+def canonical_frame(
+    run: Run, records: DataFrame, logged_at: datetime, policy: PayloadTransform | None = None
+) -> DataFrame:
     """The canonical frame for `records` of `run`, plus the `VIOLATION` column.
 
     Columns were checked already (`records.check_columns`); values are checked here, in
     the same pass that computes everything else, so a bad frame costs one Spark job.
+    A payload `policy` rewrites identifiers, payloads and messages first, before the shuffle
+    of the identifier checks, so nothing downstream (log ids included) sees the original values.
     """
     fields = records["fields"] if "fields" in records.columns else records["record_payload"]
     split = records["split_group"] if "split_group" in records.columns else F.lit(None)
@@ -63,8 +68,10 @@ def canonical_frame(run: Run, records: DataFrame, logged_at: datetime) -> DataFr
         F.col("batch_number").cast("int").alias("batch_number"),
         F.col("batch_started_at").cast("timestamp").alias("batch_started_at"),
         F.col("batch_completed_at").cast("timestamp").alias("batch_completed_at"),
-        violation(records).alias(VIOLATION),
+        violation(records, show_payloads=policy is None).alias(VIOLATION),
     )
+    if policy is not None:
+        shaped = policy.apply(shaped)
     counted = shaped.withColumn("_identifier_count", checks.identifier_count())
     occurrence = F.row_number().over(
         Window.partitionBy("record_identifier", "batch_number").orderBy(

@@ -1,4 +1,6 @@
-"""`synclog.toml`: named targets and per-sync settings (layouts, tables, retention).
+"""`synclog.toml`: named targets and per-sync settings (layouts, tables, retention, payload policy).
+
+storage = "s3://bucket/synclog"          # run store, spool and load staging (default: .synclog)
 
 [targets.default]
 url = "postgresql://synclog@db.internal:5432/analytics"
@@ -9,11 +11,13 @@ schemas = { census = "census" }
 layouts = ["census"]
 retention_days = 7
 
-storage = "s3://bucket/synclog"          # run store, spool and load staging (default: .synclog)
-
 [syncs.1234]
 retention_days = 30
 tables = { sync_log = { retention_days = 90 } }
+log_fields = ["id", "plan", "email"]     # the payload policy (see synclog.privacy)
+mask = { email = "hmac" }
+mask_key_env = "SYNCLOG_MASK_KEY"
+redact_messages = ['[\\w.+-]+@[\\w-]+\\.[\\w.]+']
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from synclog.errors import ConfigError
+from synclog.privacy import PayloadPolicy
 from synclog.storage.location import Location
 from synclog.targets.base import DEFAULT_STORAGE, TargetSettings, default_storage
 from synclog.urls import TargetURL
@@ -50,12 +55,13 @@ class TableSettings:
 
 @dataclass(frozen=True)
 class SyncSettings:
-    """What is written for a sync, and how long it is kept."""
+    """What is written for a sync, how long it is kept, and what of each record is logged."""
 
     layouts: tuple[str, ...] = ()
     """Layouts to write; empty means the target's default layout (its capabilities' first)."""
     retention_days: int = DEFAULT_RETENTION_DAYS
     tables: Mapping[str, TableSettings] = field(default_factory=dict)
+    policy: PayloadPolicy = field(default_factory=PayloadPolicy)
 
     def table(self, name: str) -> TableSettings:
         """Settings of the table `name` (its public name, e.g. `sync_log`)."""
@@ -163,7 +169,7 @@ def _days(value: Any, where: str) -> int:
 
 
 def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
-    _only(data, {"layouts", "retention_days", "tables"}, where)
+    _only(data, {"layouts", "retention_days", "tables", *_POLICY_KEYS}, where)
     layouts = data.get("layouts", base.layouts)
     if not isinstance(layouts, list | tuple) or not all(isinstance(x, str) for x in layouts):
         raise ConfigError(f"{where}: layouts must be a list of names, got {layouts!r}")
@@ -176,7 +182,36 @@ def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
         days = value.get("retention_days")
         tables[name] = TableSettings(enabled, None if days is None else _days(days, where))
     days = _days(data.get("retention_days", base.retention_days), where)
-    return SyncSettings(tuple(layouts), days, tables)
+    return SyncSettings(tuple(layouts), days, tables, _policy(data, base.policy, where))
+
+
+_POLICY_KEYS = ("log_fields", "mask", "mask_key_env", "redact_messages", "mask_identifier")
+
+
+def _policy(data: Mapping[str, Any], base: PayloadPolicy, where: str) -> PayloadPolicy:
+    """The payload policy: each key replaces the base's, except `mask`, which adds to it."""
+    log_fields = data.get("log_fields", base.log_fields)
+    redact = data.get("redact_messages", base.redact_messages)
+    for name, value in (("log_fields", log_fields), ("redact_messages", redact)):
+        strings = isinstance(value, list | tuple) and all(isinstance(x, str) for x in value)
+        if value is not None and not strings:
+            raise ConfigError(f"{where}: {name} must be a list of strings, got {value!r}")
+    mask = data.get("mask", {})
+    if not isinstance(mask, Mapping):
+        raise ConfigError(f'{where}: mask must be a table of field = "hmac" or "redact", got {mask!r}')
+    key_env = data.get("mask_key_env", base.mask_key_env)
+    if key_env is not None and not isinstance(key_env, str):
+        raise ConfigError(f"{where}: mask_key_env must name an environment variable, got {key_env!r}")
+    try:
+        return PayloadPolicy(
+            log_fields=log_fields,
+            mask={**base.mask, **mask},
+            mask_key_env=key_env,
+            redact_messages=redact,
+            mask_identifier=data.get("mask_identifier", base.mask_identifier),
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _storage(data: Any, where: str) -> Location:

@@ -59,6 +59,8 @@ INPUT_SCHEMA = T.StructType(
 VIOLATION = "_synclog_violation"
 """Column naming the first rule a row breaks: `column<US>=value` (`column<US>` for NULL)."""
 _SEPARATOR = "\x1f"
+_HIDDEN = "\x00hidden"
+"""Stands for a payload a violation does not show (a payload policy applies)."""
 
 
 def check_columns(records: DataFrame) -> None:
@@ -77,8 +79,11 @@ def check_columns(records: DataFrame) -> None:
             )
 
 
-def violation(records: DataFrame) -> Column:
-    """An expression naming the first value rule a row breaks (see `VIOLATION`)."""
+def violation(records: DataFrame, *, show_payloads: bool = True) -> Column:
+    """An expression naming the first value rule a row breaks (see `VIOLATION`).
+
+    Without `show_payloads`, invalid JSON is named but not quoted (it may hold what a policy masks).
+    """
     rules: list[tuple[str, Column, Column]] = [
         ("operation", ~_is_in("operation", Operation), F.col("operation")),
         ("status", ~_is_in("status", InputStatus), F.col("status")),
@@ -89,7 +94,7 @@ def violation(records: DataFrame) -> Column:
         if name in records.columns and isinstance(records.schema[name].dataType, T.StringType):
             checked = F.octet_length(F.col(name)) <= LARGEST_JSON_BYTES  # larger ones are truncated
             bad_json = F.col(name).isNotNull() & checked & F.try_parse_json(F.col(name)).isNull()
-            rules.append((name, bad_json, F.col(name)))
+            rules.append((name, bad_json, F.col(name) if show_payloads else F.lit(_HIDDEN)))
     expr = F.lit(None).cast("string")
     for name, broken, value in reversed(rules):
         shown = F.coalesce(F.concat(F.lit("="), F.substring(value.cast("string"), 1, 200)), F.lit(""))
@@ -107,6 +112,10 @@ def raise_violation(found: str) -> None:
         "operation": ", ".join(o.value for o in Operation),
         "status": ", ".join(s.value for s in InputStatus),
     }
+    if value == _HIDDEN:
+        raise InputError(
+            f"record results: column {name!r} holds invalid JSON (not shown: a payload policy applies)"
+        )
     if name in allowed:
         raise InputError(
             f"record results: column {name!r} has unknown value {value!r} (expected one of {allowed[name]})"

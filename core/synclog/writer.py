@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import TracebackType
 
@@ -17,7 +17,8 @@ from synclog.errors import ConfigError, TargetError, first_line
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.registry import layout
 from synclog.model import Run
-from synclog.plugins.manager import registry
+from synclog.plugins.manager import payload_hooks, registry
+from synclog.privacy import PayloadPolicy
 from synclog.records import check_columns
 from synclog.retention import CleanupResult, cleanup
 from synclog.spark import require_reachable, spark_session
@@ -59,9 +60,12 @@ class SyncLog:
         config: Config | None = None,
         spark: SparkSession | None = None,
         progress: Progress | None = None,
+        policy: PayloadPolicy | None = None,
     ) -> None:
         self.connector = target if isinstance(target, Connector) else Connector.of(target)
         self.config = config or Config()
+        self.policy_override = policy
+        """A payload policy for every sync this log writes, instead of each sync's configured one."""
         self.spark = spark or spark_session()
         require_reachable(self.config.storage, self.spark, "storage")
         self.progress = progress or (lambda _message: None)
@@ -77,15 +81,18 @@ class SyncLog:
         config: Config | None = None,
         spark: SparkSession | None = None,
         progress: Progress | None = None,
+        policy: PayloadPolicy | None = None,
     ) -> SyncLog:
         """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default).
 
         A target that does not answer yet is no error while `keep_on_target_failure` holds:
         batches wait in the run store and every later write tries to connect again.
+        `policy` replaces every sync's configured payload policy.
         """
         config = config or Config.load()
         url, settings = config.resolve_target(target)
-        log = cls(Connector.for_type(registry().for_url(url), url, settings), config, spark, progress)
+        connector = Connector.for_type(registry().for_url(url), url, settings)
+        log = cls(connector, config, spark, progress, policy)
         try:
             log.target  # noqa: B018 - connect now, so a wrong URL or password shows at once
         except TargetError as exc:
@@ -110,12 +117,16 @@ class SyncLog:
     def write(self, run: Run, records: DataFrame) -> WriteResult:
         """Log one or more batches of `run`. A batch written again replaces its earlier copy.
 
-        Raises InputError, before anything is written, when `records` break the contract.
+        Raises InputError, before anything is written, when `records` break the contract, and
+        ConfigError when the sync's payload policy needs a key the environment lacks.
         """
         started = time.perf_counter()
         self.layouts(run.sync_id)
         check_columns(records)
-        written = self.store.write(run, canonical_frame(run, records, datetime.now(UTC)))
+        policy = self.policy(run.sync_id)
+        transform = policy.prepare(run.sync_id, payload_hooks())
+        run = _redacted(run, policy)
+        written = self.store.write(run, canonical_frame(run, records, datetime.now(UTC), transform))
         waiting = self.store.pending_of(run)
         to_load = sorted({*written.batches, *(waiting.batches if waiting else ())})
         loaded = self._load_or_keep(run, to_load, finished=False)
@@ -127,6 +138,7 @@ class SyncLog:
         Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in.
         Returns rows loaded per table (empty when the target was down and the run was kept).
         """
+        run = _redacted(run, self.policy(run.sync_id))
         waiting = self.store.pending_of(run)
         return self._load_or_keep(run, waiting.batches if waiting else (), finished=True) or {}
 
@@ -172,6 +184,12 @@ class SyncLog:
         self.connector.reset()
         self._ensured.clear()
         self._loaded.clear()
+
+    def policy(self, sync_id: int) -> PayloadPolicy:
+        """The payload policy `sync_id` is written with."""
+        if self.policy_override is not None:
+            return self.policy_override
+        return self.config.sync(sync_id).policy
 
     def layouts(self, sync_id: int) -> tuple[str, ...]:
         """The layouts written for `sync_id`: the configured ones, else the target's default.
@@ -234,3 +252,8 @@ class SyncLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _redacted(run: Run, policy: PayloadPolicy) -> Run:
+    """`run` with its error message redacted as the policy redacts status messages."""
+    return replace(run, error=policy.redact_message(run.error)) if run.error else run

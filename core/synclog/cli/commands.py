@@ -1,20 +1,22 @@
-"""The `write`, `cleanup`, `records` and `plugins` commands."""
+"""The `write`, `cleanup`, `records`, `runs`, `flush` and `plugins` commands."""
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from synclog.browse import RecordQuery, StatusFilter, find_records
-from synclog.cli.output import format_rows, format_table
+import pyarrow as pa
+
+from synclog.cli.output import OUT_SUFFIXES, format_rows, format_table, write_rows
 from synclog.config import Config
 from synclog.inputs import read_records
+from synclog.layouts.registry import LAYOUTS
 from synclog.model import Run
 from synclog.plugins.manager import registry
+from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs
 from synclog.writer import SyncLog
 
 
@@ -40,12 +42,21 @@ def add_parsers(subs: Any) -> None:
     records = subs.add_parser("records", help="show logged records of a sync (Sync Tracking)")
     records.add_argument("--sync", required=True, type=int, help="sync id")
     records.add_argument("--run", type=int, help="sync run id")
-    records.add_argument("--status", choices=[s.value for s in StatusFilter], help="record state")
+    records.add_argument(
+        "--status",
+        choices=[s.value for s in Tracked],
+        help="record state (failed: rejected or invalid)",
+    )
     records.add_argument("--search", metavar="IDENTIFIER", help="one record by its identifier")
-    records.add_argument("--limit", type=_positive, default=20, help="rows at most (default 20)")
-    records.add_argument("--out", type=Path, help="write the rows to this CSV file instead")
+    _page_options(records)
     _target_option(records)
     records.set_defaults(handler=run_records)
+
+    runs = subs.add_parser("runs", help="list a sync's runs with records by status (Sync History)")
+    runs.add_argument("--sync", required=True, type=int, help="sync id")
+    _page_options(runs)
+    _target_option(runs)
+    runs.set_defaults(handler=run_runs)
 
     flush = subs.add_parser("flush", help="load batches kept while the target was down")
     _target_option(flush)
@@ -63,11 +74,41 @@ def _target_option(parser: argparse.ArgumentParser, default_help: str = "") -> N
     )
 
 
+def _page_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--layout",
+        choices=sorted(LAYOUTS),
+        help="the layout to read (default: the first one the target holds records in)",
+    )
+    parser.add_argument("--limit", type=_positive, default=20, help="rows at most (default 20)")
+    parser.add_argument("--offset", type=_not_negative, default=0, help="rows to skip first (default 0)")
+    parser.add_argument(
+        "--out",
+        type=_out_file,
+        metavar="FILE",
+        help=f"write the rows to FILE instead ({', '.join(OUT_SUFFIXES)})",
+    )
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
+
+
+def _not_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def _out_file(text: str) -> Path:
+    path = Path(text)
+    if path.suffix.lower() not in OUT_SUFFIXES:
+        raise argparse.ArgumentTypeError(f"must end in {', '.join(OUT_SUFFIXES)}, got {text}")
+    return path
 
 
 def open_log(args: argparse.Namespace, **kwargs: Any) -> SyncLog:
@@ -115,27 +156,38 @@ def run_cleanup(args: argparse.Namespace) -> int:
 
 
 def run_records(args: argparse.Namespace) -> int:
-    """`synclog records`: filter, search and sample logged records."""
-    query = RecordQuery(
-        sync_id=args.sync,
-        sync_run_id=args.run,
-        status=StatusFilter(args.status) if args.status else None,
-        identifier=args.search,
-        limit=args.limit,
-    )
+    """`synclog records`: filter, search and page through a sync's logged records."""
     with open_log(args) as log:
-        table = find_records(log.target, query)
-    if args.out:
-        with args.out.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(table.column_names)
-            writer.writerows(row.values() for row in table.to_pylist())
-        print(f"{table.num_rows:,} records written to {args.out}")
-    elif table.num_rows == 0:
-        print("no records match", file=sys.stderr)
-    else:
-        print(format_table(table, max_width=48))
+        searched = log.policy(args.sync).search_terms(args.search) if args.search else ()
+        query = RecordQuery(
+            sync_id=args.sync,
+            sync_run_id=args.run,
+            status=Tracked(args.status) if args.status else None,
+            identifiers=searched,
+            limit=args.limit,
+            offset=args.offset,
+        )
+        table = find_records(log.target, query, args.layout)
+    _show(table, args.out, "records", max_width=48)
     return 0
+
+
+def run_runs(args: argparse.Namespace) -> int:
+    """`synclog runs`: a sync's runs, newest first, with their records by status."""
+    with open_log(args) as log:
+        table = find_runs(log.target, RunQuery(args.sync, args.limit, args.offset), args.layout)
+    _show(table, args.out, "runs")
+    return 0
+
+
+def _show(table: pa.Table, out: Path | None, what: str, max_width: int = 60) -> None:
+    if out is not None:
+        write_rows(table, out)
+        print(f"{table.num_rows:,} {what} written to {out}")
+    elif table.num_rows == 0:
+        print(f"no {what} match", file=sys.stderr)
+    else:
+        print(format_table(table, max_width=max_width))
 
 
 def run_plugins(args: argparse.Namespace) -> int:

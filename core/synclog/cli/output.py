@@ -1,10 +1,17 @@
-"""Plain-text tables for the terminal."""
+"""Plain-text tables for the terminal, and result files (CSV, JSON lines, Parquet)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+OUT_SUFFIXES = (".csv", ".jsonl", ".parquet")
 
 
 def format_table(table: pa.Table, max_width: int = 60) -> str:
@@ -27,3 +34,24 @@ def format_rows(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def _cell(value: object, max_width: int) -> str:
     text = "" if value is None else str(value)
     return text if len(text) <= max_width else text[: max_width - 1] + "…"
+
+
+def write_rows(table: pa.Table, path: Path) -> None:
+    """Write `table` to `path` as CSV, JSON lines or Parquet, by the file's suffix."""
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        pq.write_table(table, path)
+    elif suffix == ".csv":
+        pa_csv.write_csv(table, path)
+    elif suffix == ".jsonl":
+        with path.open("w", encoding="utf-8") as handle:
+            for row in table.to_pylist():
+                handle.write(json.dumps(row, default=_iso, ensure_ascii=False) + "\n")
+    else:
+        raise ValueError(f"{path}: expected one of {', '.join(OUT_SUFFIXES)}")
+
+
+def _iso(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")

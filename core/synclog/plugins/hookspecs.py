@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -18,3 +18,14 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 @hookspec
 def synclog_register_targets(register: Callable[[TargetType], None]) -> None:
     """Register the target types this plugin provides, by calling `register(TargetType(...))`."""
+
+
+@hookspec
+def synclog_transform_payload(payload: dict[str, Any], sync_id: int) -> None:
+    """Change one record's payload in place before it is logged: drop, mask or add top-level fields.
+
+    Called on the Spark executors for the JSON object of each record's `record_payload` and
+    `fields` (payloads that are not objects are not passed), before anything is written and
+    before synclog.toml's `log_fields` and `mask`, which have the last word. The plugin must be
+    installed on every node; the driver's registered implementations are the ones called.
+    """

@@ -8,6 +8,7 @@ import pluggy
 
 from synclog.errors import ConfigError
 from synclog.plugins import hookspecs
+from synclog.privacy import HookCall
 from synclog.targets.base import Target, TargetSettings, TargetType
 from synclog.urls import TargetURL
 
@@ -66,3 +67,9 @@ def plugin_manager() -> pluggy.PluginManager:
 def registry() -> TargetRegistry:
     """The process-wide registry of installed targets (loaded once)."""
     return TargetRegistry(plugin_manager())
+
+
+def payload_hooks() -> tuple[HookCall, ...]:
+    """The `synclog_transform_payload` implementations, in the order pluggy calls them."""
+    impls = registry().manager.hook.synclog_transform_payload.get_hookimpls()
+    return tuple((impl.function, tuple(impl.argnames)) for impl in reversed(impls))

@@ -15,6 +15,7 @@ an outage (a URL that does not answer yet, and a way to bring it up) provides `o
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections import Counter
@@ -29,6 +30,7 @@ import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from synclog import tracking
 from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
 from synclog.config import Config, SyncSettings, TableSettings, TargetConfig
 from synclog.errors import InputError
@@ -52,7 +54,9 @@ from synclog.testing.factories import (
     person_rows,
     record_rows,
 )
+from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
 from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
+from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 
@@ -189,6 +193,12 @@ class TargetConformance:
         for snowflake_name, own_name in self.seed_names.items():
             sql = sql.replace(snowflake_name, own_name)
         return sql
+
+    def logged_text(self, target: Target) -> str:
+        """Every value of every table of every layout the target holds, as text (no column names)."""
+        tables = [t for name in target.capabilities.layouts for t in layout(name).tables]
+        rows = [tuple(r.values()) for t in target.existing_tables(tables) for r in self.rows(target, t)]
+        return "\n".join(map(str, rows))
 
     # -- naming and DDL ------------------------------------------------------------------------
 
@@ -579,3 +589,84 @@ class TargetConformance:
             assert rows.schema == table.spark_schema()
             found = [r.asDict() for r in rows.collect()]
         assert [(r["row_id"], r["status"], r["split_group"]) for r in found] == [("a", "succeeded", None)]
+
+    # -- payload policy ------------------------------------------------------------------------
+
+    def test_payload_policy_leaves_no_raw_value_anywhere(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Masked and dropped fields are in no table and no stored file; digests are Python's HMAC."""
+        monkeypatch.setenv(MASK_KEY_ENV, MASK_KEY)
+        config = Config(defaults=SyncSettings(layouts=target.capabilities.layouts, policy=POLICY))
+        log = self.log(target, spark, config)
+        run = make_run(status=RunStatus.FAILED, error="quota exhausted for ops@example.com")
+        rows = record_rows(run)
+        rows = [(*r[:3], f"BOUNCED: {json_email(r[4])} is unknown" if r[3] else None, *r[4:]) for r in rows]
+        log.write(run, make_records(spark, rows))
+        files, stored = files_text(target.storage)
+        assert files > 0 and digest("user2@example.com") in stored, "the run store holds the batches"
+        log.finish(run)
+        logged = self.logged_text(target)
+        for where, text in (("storage", stored), ("tables", logged)):
+            assert RAW not in text, f"a raw email in the {where}"
+            assert not holds_field(text, "plan"), f"a field outside log_fields in the {where}"
+            assert holds_field(text, "seats"), f"no payload in the {where}"
+        assert digest("user2@example.com") in logged  # a payload's email
+        assert digest("user1234-2@example.com") in logged  # an identifier
+        assert "BOUNCED: [redacted] is unknown" in logged
+        if "hightouch" in target.capabilities.layouts:
+            assert "quota exhausted for [redacted]" in logged
+
+    # -- Sync Tracking -------------------------------------------------------------------------
+
+    def test_sync_tracking_reads_every_layout(self, target: Target, spark: SparkSession) -> None:
+        """Records by tracking status, search and pages, and runs, from each layout the target holds."""
+        config = Config(defaults=SyncSettings(layouts=target.capabilities.layouts))
+        log = self.log(target, spark, config)
+        first = make_run(status=RunStatus.FAILED, error="quota", finished_at=datetime.now(UTC))
+        rows = record_rows(first)
+        for aborted in (36, 37):
+            rows[aborted] = (*rows[aborted][:2], "aborted", None, *rows[aborted][4:])
+        log.write_run(first, make_records(spark, rows))
+        second = make_run(sync_run_id=5679, started_at=first.started_at + timedelta(minutes=30))
+        again = [(*r[:4], r[4].replace('"pro"', '"max"'), *r[5:]) for r in record_rows(second, count=10)]
+        log.write_run(second, make_records(spark, again))
+        for name in target.capabilities.layouts:
+            one_run = RecordQuery(1234, sync_run_id=first.sync_run_id, limit=100)
+            everything = find_records(target, one_run, name)
+            assert everything.schema == tracking.RECORDS
+            assert everything.num_rows == 40, name
+            found = Counter(everything.column("status").to_pylist())
+            assert found == {"succeeded": 28, "rejected": 7, "invalid": 3, "aborted": 2}, name
+            for status, expected in (("failed", 10), ("rejected", 7), ("invalid", 3), ("aborted", 2)):
+                query = replace(one_run, status=Tracked(status))
+                assert find_records(target, query, name).num_rows == expected, (name, status)
+            aborted = find_records(target, replace(one_run, status=Tracked.ABORTED), name)
+            assert sorted(aborted.column("record_identifier").to_pylist()) == [
+                "user1234-36@example.com",
+                "user1234-37@example.com",
+            ]
+            duplicates = find_records(target, replace(one_run, identifiers=("user1234-8@example.com",)), name)
+            assert duplicates.column("status").to_pylist() == ["invalid", "invalid"], name
+            pages = [find_records(target, replace(one_run, limit=15, offset=n), name) for n in (0, 15, 30)]
+            assert [p.num_rows for p in pages] == [15, 15, 10]
+            paged = [tuple(r.values()) for p in pages for r in p.to_pylist()]
+            assert sorted(map(str, paged)) == sorted(str(tuple(r.values())) for r in everything.to_pylist())
+            newest = find_records(target, RecordQuery(1234, limit=1), name)
+            assert newest.column("sync_run_id").to_pylist() == [second.sync_run_id]
+
+            runs = find_runs(target, RunQuery(1234), name)
+            assert runs.schema == tracking.RUNS
+            assert runs.column("sync_run_id").to_pylist() == [5679, 5678], name
+            older = find_runs(target, RunQuery(1234, limit=1, offset=1), name).to_pylist()
+            assert [r["sync_run_id"] for r in older] == [5678]
+            counts = {k: older[0][k] for k in ("status", "records", "succeeded", "failed", "rejected")}
+            assert counts == {"status": "failed", "records": 40, "succeeded": 28, "failed": 10, "rejected": 7}
+            assert (older[0]["invalid"], older[0]["aborted"]) == (3, 2), name
+            assert older[0]["started_at"] == first.started_at, name
+            assert find_runs(target, RunQuery(99), name).num_rows == 0
+
+
+def json_email(payload: str) -> str:
+    """The email of a factory payload."""
+    return str(json.loads(payload)["email"])

@@ -17,6 +17,7 @@ from synclog.storage.location import Location
 from synclog.targets.base import Target
 from synclog.targets.lake import LakeTarget
 from synclog.testing.conformance import Outage, TargetConformance
+from synclog.testing.privacy import files_text
 
 RECORDS_GLOB = "sync_tracking_datasets/*/*/*/*.parquet"
 CENSUS_VIEW = r"""
@@ -70,3 +71,7 @@ class LakeConformance(TargetConformance):
             return 0
         sql = f"SELECT COUNT(*) FROM ({CENSUS_VIEW}) WHERE {where}"
         return int(target.query(sql, [target.uri(RECORDS_GLOB)]).column(0)[0].as_py())
+
+    def logged_text(self, target: Target) -> str:
+        assert isinstance(target, LakeTarget)
+        return files_text(target.location)[1]

@@ -1,0 +1,71 @@
+"""Sync Tracking: a sync's logged records and its runs, read back from whichever layout holds them.
+
+`find_records` and `find_runs` answer with Arrow tables of fixed columns (`RECORDS`, `RUNS`),
+a page at a time (limit, offset), whatever the layout. Statuses are mapped to one vocabulary
+(`Tracked`: succeeded, rejected, invalid, aborted; `failed` filters rejected and invalid); each
+layout module says how its own statuses map.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from synclog.errors import ConfigError, TargetError
+from synclog.layouts.census import SYNC_LOG
+from synclog.layouts.hightouch import CHANGELOG
+from synclog.layouts.lake import RECORDS as LAKE_RECORDS
+from synclog.targets.base import Target
+from synclog.targets.lake import LakeTarget
+from synclog.targets.sql import SqlTarget
+from synclog.targets.tables import TableSpec
+from synclog.tracking.base import RECORDS, RUNS, LayoutTracking, RecordQuery, RunQuery, Tracked
+from synclog.tracking.lake import LakeTracking
+from synclog.tracking.warehouse import CensusTracking, HightouchTracking
+
+__all__ = ["RECORDS", "RUNS", "RecordQuery", "RunQuery", "Tracked", "find_records", "find_runs", "tracking"]
+
+_TRACKED: dict[str, TableSpec] = {"census": SYNC_LOG, "hightouch": CHANGELOG, "lake": LAKE_RECORDS}
+"""The table each layout keeps its records in."""
+
+
+def find_records(target: Target, query: RecordQuery, layout: str | None = None) -> pa.Table:
+    """The sync's records matching `query` (`RECORDS` columns), newest batch first."""
+    return tracking(target, layout).records(query)
+
+
+def find_runs(target: Target, query: RunQuery, layout: str | None = None) -> pa.Table:
+    """The sync's runs (`RUNS` columns), newest first."""
+    return tracking(target, layout).runs(query)
+
+
+def tracking(target: Target, layout: str | None = None) -> LayoutTracking:
+    """The queries over `layout` on `target`, or over the first layout the target holds records in.
+
+    Raises ConfigError when the target cannot hold `layout`, TargetError when it holds no records.
+    """
+    held = target.capabilities.layouts
+    if layout is not None and layout not in held:
+        raise ConfigError(f"{target.url} cannot hold the {layout!r} layout (it holds: {', '.join(held)})")
+    chosen = [layout] if layout is not None else list(held)
+    for name in chosen:
+        if target.existing_tables([_TRACKED[name]]):
+            return _queries(target, name)
+    where = ", ".join(_shown(target, name) for name in chosen)
+    raise TargetError(
+        f"{target.url} has no {where}: no sync has been logged there with the {' or '.join(chosen)} layout"
+    )
+
+
+def _queries(target: Target, layout: str) -> LayoutTracking:
+    if layout == "lake" and isinstance(target, LakeTarget):
+        return LakeTracking(target)
+    if isinstance(target, SqlTarget):
+        return CensusTracking(target) if layout == "census" else HightouchTracking(target)
+    raise ConfigError(
+        f"{target.url}: Sync Tracking reads SQL warehouses and the lake, not {type(target).__name__}"
+    )
+
+
+def _shown(target: Target, layout: str) -> str:
+    table = _TRACKED[layout]
+    return str(target.relation(table, table.view))

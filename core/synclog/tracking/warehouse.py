@@ -1,0 +1,122 @@
+"""Sync Tracking over the census and hightouch layouts of a SQL warehouse.
+
+census (`sync_log`): succeeded as stored; `invalid_reason` NULL or DUPLICATE is invalid; a
+rejection with the "Not attempted" message the layout gives aborted records is aborted; any
+other rejection is rejected. Census keeps no runs: a run's start and end are its first batch's
+start and its last batch's completion, and it failed when it aborted records.
+
+hightouch (`sync_changelog`, `sync_runs`): succeeded and aborted as stored; a failure whose
+reason is an identifier check's message is invalid, any other failure rejected. `operation`
+holds the changelog's op_type (added, changed, removed) and `record_payload` its `fields`;
+the changelog has no batch numbers or batch completion times. Runs come from `sync_runs`, whose
+counts outlive the changelog's retention; invalid (and so rejected) are counted from the
+changelog rows still kept, NULL once none are.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
+from synclog.layouts.census import ABORTED_MESSAGE, SYNC_LOG
+from synclog.layouts.hightouch import CHANGELOG
+from synclog.layouts.hightouch import RUNS as SYNC_RUNS
+from synclog.targets.sql import SqlTarget
+from synclog.targets.tables import ColumnType
+from synclog.tracking.base import (
+    RUNS,
+    LayoutTracking,
+    RunQuery,
+    Source,
+    Tracked,
+    conform,
+    counts,
+    literal,
+    page,
+)
+
+
+class CensusTracking(LayoutTracking):
+    """Records and runs from the census `sync_log`."""
+
+    def __init__(self, target: SqlTarget) -> None:
+        super().__init__(target)
+        self.sql_target = target
+        self.table_name = str(target.relation(SYNC_LOG, SYNC_LOG.view))
+
+    def source(self, sync_id: int, sync_run_id: int | None = None) -> Source:
+        view = self.sql_target.relation(SYNC_LOG, SYNC_LOG.view).render()
+        payload = self.sql_target.json_text_sql("record_payload")
+        tracked = (
+            f"CASE WHEN invalid_reason IS NOT NULL THEN '{Tracked.INVALID}' "
+            f"WHEN status = 'succeeded' THEN '{Tracked.SUCCEEDED}' "
+            f"WHEN status_message = {literal(ABORTED_MESSAGE)} THEN '{Tracked.ABORTED}' "
+            f"ELSE '{Tracked.REJECTED}' END"
+        )
+        sql = (
+            "SELECT sync_id, sync_run_id, batch_number, record_identifier, operation, "
+            f"{tracked} AS tracked_status, status AS layout_status, status_message, batch_started_at, "
+            f"batch_completed_at, {payload} AS record_payload, log_id "
+            f"FROM {view} WHERE sync_id = {self.p}"
+        )
+        return Source(sql, [sync_id], ("log_id",))
+
+    def runs(self, query: RunQuery) -> pa.Table:
+        source = self.source(query.sync_id)
+        sql = (
+            "SELECT sync_id, sync_run_id, MIN(batch_started_at) AS started_at, "
+            "MAX(batch_completed_at) AS finished_at, "
+            f"CASE WHEN SUM(CASE WHEN tracked_status = '{Tracked.ABORTED}' THEN 1 ELSE 0 END) > 0 "
+            "THEN 'failed' ELSE 'succeeded' END AS status, "
+            f"COUNT(*) AS records, {counts()} FROM ({source.sql}) t GROUP BY sync_id, sync_run_id "
+            f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
+        )
+        return conform(self.target.query(sql, source.params), RUNS)
+
+
+class HightouchTracking(LayoutTracking):
+    """Records from `sync_changelog`, runs from `sync_runs`."""
+
+    def __init__(self, target: SqlTarget) -> None:
+        super().__init__(target)
+        self.sql_target = target
+        self.table_name = str(target.relation(CHANGELOG))
+
+    def source(self, sync_id: int, sync_run_id: int | None = None) -> Source:
+        t = self.sql_target
+        checks = f"{literal(NULL_MESSAGE)}, {literal(DUPLICATE_MESSAGE)}"
+        tracked = (
+            f"CASE WHEN status = 'succeeded' THEN '{Tracked.SUCCEEDED}' "
+            f"WHEN status = 'aborted' THEN '{Tracked.ABORTED}' "
+            f"WHEN failure_reason IN ({checks}) THEN '{Tracked.INVALID}' ELSE '{Tracked.REJECTED}' END"
+        )
+        string = t.type_name(ColumnType.STRING)
+        fields = t.json_text_sql("fields") if t.capabilities.fields_column else f"CAST(NULL AS {string})"
+        sql = (
+            f"SELECT sync_id, sync_run_id, CAST(NULL AS {t.type_name(ColumnType.BIGINT)}) AS batch_number, "
+            f"row_id AS record_identifier, op_type AS operation, {tracked} AS tracked_status, "
+            "status AS layout_status, failure_reason AS status_message, batch_started_at, "
+            f"CAST(NULL AS {t.type_name(ColumnType.TIMESTAMP)}) AS batch_completed_at, "
+            f"{fields} AS record_payload "
+            f"FROM {t.relation(CHANGELOG).render()} WHERE sync_id = {self.p}"
+        )
+        return Source(sql, [sync_id], ("operation", "layout_status", "status_message", "record_payload"))
+
+    def runs(self, query: RunQuery) -> pa.Table:
+        source = self.source(query.sync_id)
+
+        def total(stage: str) -> str:
+            return "(" + " + ".join(f"r.num_{stage}_{op}" for op in ("add", "change", "remove")) + ")"
+
+        sql = (
+            "SELECT r.sync_id, r.sync_run_id, r.started_at, r.finished_at, r.status, "
+            f"{total('planned')} AS records, {total('succeeded')} AS succeeded, {total('failed')} AS failed, "
+            f"{total('failed')} - c.invalid AS rejected, c.invalid AS invalid, "
+            f"{total('planned')} - {total('attempted')} AS aborted "
+            f"FROM {self.sql_target.relation(SYNC_RUNS).render()} r LEFT JOIN ("
+            f"SELECT sync_run_id, SUM(CASE WHEN tracked_status = '{Tracked.INVALID}' THEN 1 ELSE 0 END) "
+            f"AS invalid FROM ({source.sql}) t GROUP BY sync_run_id) c ON c.sync_run_id = r.sync_run_id "
+            f"WHERE r.sync_id = {self.p} "
+            f"ORDER BY r.started_at DESC, r.sync_run_id DESC{page(query.limit, query.offset)}"
+        )
+        return conform(self.target.query(sql, [*source.params, query.sync_id]), RUNS)
