@@ -80,6 +80,9 @@ class Outage:
 
     url: str
     up: Callable[[], AbstractContextManager[None]]
+    goes_down_again: bool = False
+    """Whether leaving `up` cuts the connections made meanwhile (a forwarder), so the target can
+    also fail in the middle of a run."""
 
 
 FAILURE = "synclog-conformance-failure"
@@ -309,6 +312,41 @@ class TargetConformance:
                 assert self.count(log.target) == 40
                 assert log.flush() == []
                 assert self.count(log.target) == 40
+            assert not log.store.has(run)
+
+    def test_the_first_write_after_an_outage_loads_what_waited(
+        self, outage: Outage, storage: Location, spark: SparkSession
+    ) -> None:
+        """A target down when the sync starts fails no write; the first write once it is back loads
+        the batch that waited along with its own, without a `flush`."""
+        run = make_run()
+        rows = record_rows(run, count=20, batches=2)
+        config = Config(targets={"down": TargetConfig(outage.url, settings=self.settings)}, storage=storage)
+        with SyncLog.open("down", config, spark) as log:
+            assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending
+            with outage.up():
+                assert not log.write(run, make_records(spark, [r for r in rows if r[5] == 1])).pending
+                log.finish(run)
+                assert self.count(log.target) == 20
+            assert not log.store.has(run)
+
+    def test_a_connection_lost_mid_run_waits_for_flush(
+        self, outage: Outage, storage: Location, spark: SparkSession
+    ) -> None:
+        """The target goes away after the first batch: the next one waits, `flush` loads it once."""
+        if not outage.goes_down_again:
+            pytest.skip("this target's outage cannot start in the middle of a run")
+        run = make_run()
+        batches = [[r for r in record_rows(run, count=20, batches=2) if r[5] == b] for b in (0, 1)]
+        config = Config(targets={"down": TargetConfig(outage.url, settings=self.settings)}, storage=storage)
+        with outage.up():
+            log = SyncLog.open("down", config, spark)
+            assert not log.write(run, make_records(spark, batches[0])).pending
+        with log:
+            assert log.write_run(run, make_records(spark, batches[1])).pending
+            with outage.up():
+                assert log.flush() == []
+                assert self.count(log.target) == 20
             assert not log.store.has(run)
 
     # -- retention -----------------------------------------------------------------------------
