@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pluggy
@@ -12,12 +13,16 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from synclog.capabilities import Capabilities
 from synclog.config import Config
 from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
 from synclog.storage.location import Location
+from synclog.targets.base import Target, TargetType
+from synclog.targets.contract import missing_methods
 from synclog.targets.duckdb import TARGET_TYPE
+from synclog.targets.sql import SqlTarget
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
@@ -25,21 +30,77 @@ from synclog.writer import SyncLog
 TOY = Path(__file__).parent / "toy_plugin" / "synclog_toy.py"
 
 
-@pytest.fixture
-def installed_toy(tmp_path: Path) -> Iterator[None]:
-    """Install the toy plugin the way pip would: a module plus a dist-info with entry points."""
-    site = tmp_path / "site"
-    dist = site / "synclog_toy-0.1.dist-info"
+@contextmanager
+def installed(site: Path, module: str, source: str) -> Iterator[None]:
+    """Install a one-module plugin the way pip would: the module plus a dist-info with entry points."""
+    dist = site / f"{module}-0.1.dist-info"
     dist.mkdir(parents=True)
-    shutil.copy(TOY, site / "synclog_toy.py")
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: synclog-toy\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[synclog]\ntoy = synclog_toy\n")
+    (site / f"{module}.py").write_text(source)
+    name = module.replace("_", "-")
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[synclog]\n{module.split('_', 1)[1]} = {module}\n")
     sys.path.insert(0, str(site))
     manager.registry.cache_clear()
-    yield
-    sys.path.remove(str(site))
-    sys.modules.pop("synclog_toy", None)
-    manager.registry.cache_clear()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop(module, None)
+        manager.registry.cache_clear()
+
+
+@pytest.fixture
+def installed_toy(tmp_path: Path) -> Iterator[None]:
+    with installed(tmp_path / "site", "synclog_toy", TOY.read_text()):
+        yield
+
+
+def test_a_plugin_built_for_another_api_is_refused_in_one_line(tmp_path: Path) -> None:
+    source = "SYNCLOG_PLUGIN_API = 99\n"
+    with (
+        installed(tmp_path / "site", "synclog_future", source),
+        pytest.raises(
+            ConfigError,
+            match=r"^plugin synclog_future \(synclog-future 0.1\) is built for synclog plugin API 99, "
+            "this synclog has 1",
+        ),
+    ):
+        manager.registry()
+
+
+def test_a_plugin_that_declares_no_api_is_refused(tmp_path: Path) -> None:
+    with (
+        installed(tmp_path / "site", "synclog_old", '"""No SYNCLOG_PLUGIN_API."""\n'),
+        pytest.raises(ConfigError, match=r"plugin synclog_old \(synclog-old 0.1\) does not declare"),
+    ):
+        manager.registry()
+
+
+class _NoReadBack(Target):
+    """Everything but `read_rows`, which the hightouch layout calls."""
+
+    capabilities = Capabilities(json_type="TEXT")
+
+    def ensure(self, tables: object) -> None: ...
+    def replace_rows(self, table: object, rows: object, scope: object = None) -> int: ...  # type: ignore[empty-body]
+    def delete_expired(self, table: object, cutoffs: object) -> int: ...  # type: ignore[empty-body]
+    def query(self, sql: str, params: object = ()) -> object: ...
+    def existing_tables(self, tables: object) -> list[object]: ...  # type: ignore[empty-body]
+    def close(self) -> None: ...
+
+
+def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() -> None:
+    kind = TargetType(
+        "partial", ("partial",), _NoReadBack.capabilities, "a target without read_rows", _NoReadBack
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"target 'partial' .* census, hightouch layout\(s\) but does not implement read_rows$",
+    ):
+        manager.registry().register(kind)
+    census_only = replace(_NoReadBack.capabilities, layouts=("census",))
+    assert missing_methods(_NoReadBack, census_only) == []
+    assert missing_methods(SqlTarget, census_only) == ["query", "close", "load_files"]
 
 
 def test_builtin_duckdb_is_registered_through_its_entry_point() -> None:

@@ -20,7 +20,9 @@ from synclog.targets.base import Cutoffs
 from synclog.targets.rows import Rows
 from synclog.targets.tables import TableSpec
 
-CAPABILITIES = synclog.Capabilities(json_type="STRING", transactions=False, views=False)
+SYNCLOG_PLUGIN_API = 1
+
+CAPABILITIES = synclog.Capabilities(json_type="STRING", transactions=False, views=False, layouts=("census",))
 
 
 class ToyTarget(synclog.Target):
