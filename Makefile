@@ -4,16 +4,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.synclog-installed
 PLUGINS := $(wildcard plugins/*)
+EXAMPLES := $(wildcard examples/*)
 
 .PHONY: demo test lint bench install clean
 
-$(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml)
+$(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev]" $(foreach p,$(PLUGINS),-e "./$(p)[test]")
+	$(BIN)/python -m pip install -q -e ".[dev]" $(foreach p,$(PLUGINS) $(EXAMPLES),-e "./$(p)[test]")
 	@touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install synclog, every plugin and the dev tools
+install: $(STAMP)  ## create .venv and install synclog, every plugin, the example plugins and the dev tools
 
 demo: $(STAMP)  ## simulate ten days of syncs into synclog-demo.duckdb and answer the seeds' questions
 	$(BIN)/synclog demo

@@ -9,25 +9,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pluggy
-import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import SparkSession
 
 from synclog.capabilities import Capabilities
-from synclog.config import Config
 from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
-from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetType
 from synclog.targets.contract import missing_methods
 from synclog.targets.duckdb import TARGET_TYPE
 from synclog.targets.sql import SqlTarget
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
-from synclog.writer import SyncLog
-
-TOY = Path(__file__).parent / "toy_plugin" / "synclog_toy.py"
 
 
 @contextmanager
@@ -47,12 +39,6 @@ def installed(site: Path, module: str, source: str) -> Iterator[None]:
         sys.path.remove(str(site))
         sys.modules.pop(module, None)
         manager.registry.cache_clear()
-
-
-@pytest.fixture
-def installed_toy(tmp_path: Path) -> Iterator[None]:
-    with installed(tmp_path / "site", "synclog_toy", TOY.read_text()):
-        yield
 
 
 def test_a_plugin_built_for_another_api_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -109,17 +95,12 @@ def test_builtin_duckdb_is_registered_through_its_entry_point() -> None:
     assert manager.registry().for_url(TargetURL.parse("duckdb:///x.duckdb")) is TARGET_TYPE
 
 
-def test_third_party_target_writes(installed_toy: None, tmp_path: Path, spark: SparkSession) -> None:
-    names = [t.name for t in manager.registry().types()]
-    assert {"duckdb", "lake", "toy"} <= set(names)
-    config = Config(storage=Location.parse(str(tmp_path / "storage")))
-    with SyncLog.open(f"toy://{tmp_path / 'lake'}", config, spark) as log:
-        run = make_run()
-        log.write_run(run, make_records(spark, record_rows(run)))
-        log.write_run(run, make_records(spark, record_rows(run)))
-    table = pq.read_table(tmp_path / "lake" / "census.sync_log_records.parquet")
-    assert table.num_rows == 40
-    assert pq.read_table(tmp_path / "lake" / "census.source_objects.parquet").num_rows == 1
+def test_an_out_of_tree_plugin_registers_through_its_entry_point() -> None:
+    """examples/synclog-sqlite, installed like any third-party plugin (its own tests run the suite)."""
+    from synclog_sqlite import plugin
+
+    assert "sqlite" in {name for name, _ in manager.plugin_manager().list_name_plugin()}
+    assert manager.registry().for_url(TargetURL.parse("sqlite:///x.sqlite")) is plugin.TARGET_TYPE
 
 
 def test_unknown_scheme_names_the_plugin_to_install() -> None:

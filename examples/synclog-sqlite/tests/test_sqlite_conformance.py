@@ -1,0 +1,30 @@
+"""The whole conformance suite on the SQLite target, plus what is SQLite's own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from synclog.testing.conformance import Outage, TargetConformance
+
+
+class TestSqlite(TargetConformance):
+    @pytest.fixture
+    def target_url(self, tmp_path: Path) -> Iterator[str]:
+        yield f"sqlite:///{tmp_path / 'conformance.sqlite'}"
+
+    @pytest.fixture
+    def outage(self, tmp_path: Path) -> Iterator[Outage]:
+        """A database whose folder cannot be made while a file stands where it goes."""
+        blocker = tmp_path / "warehouse"
+        blocker.write_text("")
+
+        @contextmanager
+        def up() -> Iterator[None]:
+            blocker.unlink()
+            yield
+
+        yield Outage(f"sqlite:///{blocker / 'logs.sqlite'}", up)
