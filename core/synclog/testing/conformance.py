@@ -1,11 +1,14 @@
 """The conformance suite every target passes: subclass it once per target (dbt-style).
 
+@pytest.fixture
+def synclog_target_url(tmp_path):
+    yield "mywarehouse://…"   # a fresh, empty database per test
+
 class TestMyWarehouse(TargetConformance):
     seed_names = {"CENSUS.CENSUS.SYNC_LOG": "census.sync_log", ...}
 
-    @pytest.fixture
-    def target_url(self) -> Iterator[str]:
-        yield "mywarehouse://…"   # a fresh, empty database per test
+`synclog_target_url` is the fixture of synclog's pytest plugin (`synclog[testing]`, see
+`synclog.testing.pytest_plugin`); a subclass may instead override `target_url` itself.
 
 Tests of a layout the target does not hold skip. The record-level tests count through
 `count`, a SQL `WHERE` over the census `sync_log` columns; a target without the census layout
@@ -139,8 +142,9 @@ class TargetConformance:
     hightouch_config: ClassVar[Config] = Config(defaults=SyncSettings(layouts=("hightouch",)))
 
     @pytest.fixture
-    def target_url(self) -> Iterator[str]:
-        raise NotImplementedError("a conformance subclass provides a fresh target URL")
+    def target_url(self, request: pytest.FixtureRequest) -> Iterator[str]:
+        """A fresh, empty target per test: the `synclog_target_url` fixture (synclog's pytest plugin)."""
+        yield request.getfixturevalue("synclog_target_url")
 
     @pytest.fixture(scope="session")
     @classmethod

@@ -12,9 +12,7 @@ from synclog.testing.conformance import Outage, TargetConformance
 
 
 class TestSqlite(TargetConformance):
-    @pytest.fixture
-    def target_url(self, tmp_path: Path) -> Iterator[str]:
-        yield f"sqlite:///{tmp_path / 'conformance.sqlite'}"
+    """The suite, on the fresh database of `synclog_target_url` (conftest.py)."""
 
     @pytest.fixture
     def outage(self, tmp_path: Path) -> Iterator[Outage]:
