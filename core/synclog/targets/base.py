@@ -174,5 +174,5 @@ class TargetType:
         settings = settings or TargetSettings()
         self.check(url, settings)
         target = self.opener(url, settings)
-        check_target_class(self.name, type(target), self.capabilities)
+        check_target_class(self.name, type(target), target.capabilities)  # its own, e.g. Delta or not
         return target
