@@ -15,7 +15,7 @@ from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
-from synclog.targets.base import Target, TargetType
+from synclog.targets.base import Target, TargetSettings, TargetType
 from synclog.targets.contract import missing_methods
 from synclog.targets.duckdb import TARGET_TYPE
 from synclog.targets.sql import SqlTarget
@@ -127,3 +127,17 @@ def test_a_misspelt_hook_fails_loudly() -> None:
     pm.register(Misspelt())
     with pytest.raises(pluggy.PluginValidationError, match="unknown hook 'synclog_register_target'"):
         pm.check_pending()
+
+
+def test_without_views_the_table_takes_its_views_name() -> None:
+    from synclog.layouts.census import SYNC_LOG
+
+    class NoViews(_NoReadBack):
+        capabilities = Capabilities(json_type="TEXT", views=False, layouts=("census",))
+
+    target = NoViews(TargetURL.parse("noviews:///x"), TargetSettings())
+    assert (
+        str(target.relation(SYNC_LOG)) == str(target.relation(SYNC_LOG, SYNC_LOG.view)) == "census.sync_log"
+    )
+    with_views = _NoReadBack(TargetURL.parse("views:///x"), TargetSettings())
+    assert str(with_views.relation(SYNC_LOG)) == "census.sync_log_records"

@@ -70,6 +70,7 @@ class Capabilities:
     merge: bool = False
     """Whether MERGE INTO exists: a replace is one MERGE where there are no transactions."""
     views: bool = True
+    """Whether views exist; without them a table with a public view is stored under the view's name."""
     replace_view: bool = True
     """Whether CREATE OR REPLACE VIEW exists; else the core drops the view and creates it again,
     in one transaction."""

@@ -81,7 +81,9 @@ class Target(ABC):
         for part, what in ((schema, "schema"), (database, "database")):
             if part is not None:
                 check_name(part, what=what, max_length=caps.max_identifier_length)
-        return Relation(schema=schema, name=name or table.name, database=database, casefold=caps.casefold)
+        if name is None:  # without views, a table readers know by its view's name is stored under it
+            name = table.view if table.view and not caps.views else table.name
+        return Relation(schema=schema, name=name, database=database, casefold=caps.casefold)
 
     def table_spec(self, table: TableSpec) -> TableSpec:
         """`table` as this target stores it, with the columns it cannot carry left out."""
