@@ -6,7 +6,10 @@ STAMP := $(VENV)/.synclog-installed
 PLUGINS := $(wildcard plugins/*)
 EXAMPLES := $(wildcard examples/*)
 
-.PHONY: demo test lint bench install clean
+DIST ?= dist
+BUILD_PYTHON ?= $(BIN)/python
+
+.PHONY: demo test lint bench install clean dist
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,8 +34,13 @@ bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt (bench/
 	$(BIN)/python bench/postgres_bench.py
 	$(BIN)/python bench/diff_bench.py
 
+dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the example plugins, into $(DIST)/ (python -m build)
+	rm -rf $(DIST)
+	$(foreach p,. $(PLUGINS) $(EXAMPLES),$(BUILD_PYTHON) -m build --wheel --no-isolation --outdir $(DIST) $(p) >/dev/null &&) true
+	@ls $(DIST)
+
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .cache .synclog synclog-demo.duckdb
+	rm -rf $(VENV) .cache .synclog synclog-demo.duckdb $(DIST)
