@@ -11,11 +11,12 @@ import pytest
 from synclog.testing.conformance import Outage, TargetConformance
 
 
-class TestDuckDB(TargetConformance):
-    @pytest.fixture
-    def target_url(self, tmp_path: Path) -> Iterator[str]:
-        yield f"duckdb:///{tmp_path / 'conformance.duckdb'}"
+@pytest.fixture
+def synclog_target_url(tmp_path: Path) -> Iterator[str]:
+    yield f"duckdb:///{tmp_path / 'conformance.duckdb'}"
 
+
+class TestDuckDB(TargetConformance):
     @pytest.fixture
     def outage(self, tmp_path: Path) -> Iterator[Outage]:
         """A database whose folder cannot be made while a file stands where it goes."""

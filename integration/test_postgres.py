@@ -67,8 +67,6 @@ def partition_days(target: Target) -> list[str]:
 
 
 class TestPostgres(TargetConformance):
-    qualify = False  # PostgreSQL has no QUALIFY: seed 002's third query is Snowflake's
-
     @pytest.fixture
     def target_url(self, postgres: PostgresServer) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"

@@ -95,7 +95,22 @@ def test_a_bad_storage_setting_is_one_line(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [("records", "--sync", "1"), ("runs", "--sync", "1"), ("cleanup",)])
+def test_a_read_only_command_on_a_missing_file_is_one_line_and_creates_nothing(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    missing = tmp_path / "nowhere" / "logs.duckdb"
+    done = run_cli(*command, "--target", f"duckdb:///{missing}")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"synclog: error: duckdb:///{missing}: there is no database file {missing} "
+        "(nothing has been logged there yet)"
+    ]
+    assert not missing.parent.exists()
+
+
 def test_records_where_nothing_was_logged_is_one_line(tmp_path: Path) -> None:
+    duckdb.connect(str(tmp_path / "empty.duckdb")).close()
     done = run_cli("records", "--sync", "1", "--target", f"duckdb:///{tmp_path / 'empty.duckdb'}")
     assert done.returncode == 1
     assert (

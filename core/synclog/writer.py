@@ -82,16 +82,22 @@ class SyncLog:
         spark: SparkSession | None = None,
         progress: Progress | None = None,
         policy: PayloadPolicy | None = None,
+        read_only: bool = False,
     ) -> SyncLog:
         """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default).
 
         A target that does not answer yet is no error while `keep_on_target_failure` holds:
         batches wait in the run store and every later write tries to connect again.
-        `policy` replaces every sync's configured payload policy.
+        `policy` replaces every sync's configured payload policy. `read_only` (for reads and
+        retention) refuses a file-backed target whose file does not exist, with a ConfigError,
+        instead of creating an empty database.
         """
         config = config or Config.load()
         url, settings = config.resolve_target(target)
-        connector = Connector.for_type(registry().for_url(url), url, settings)
+        settings = replace(settings, read_only=read_only)
+        kind = registry().for_url(url)
+        kind.check(url, settings)  # before Spark starts: a malformed or missing file fails at once
+        connector = Connector.for_type(kind, url, settings)
         log = cls(connector, config, spark, progress, policy)
         try:
             log.target  # noqa: B018 - connect now, so a wrong URL or password shows at once

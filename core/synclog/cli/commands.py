@@ -147,7 +147,7 @@ def run_flush(args: argparse.Namespace) -> int:
 
 def run_cleanup(args: argparse.Namespace) -> int:
     """`synclog cleanup`: apply retention."""
-    with open_log(args) as log:
+    with open_log(args, read_only=True) as log:
         result = log.cleanup(datetime.now(UTC))
     for table, count in result.deleted.items():
         print(f"{table}: {count:,} expired rows deleted")
@@ -157,7 +157,7 @@ def run_cleanup(args: argparse.Namespace) -> int:
 
 def run_records(args: argparse.Namespace) -> int:
     """`synclog records`: filter, search and page through a sync's logged records."""
-    with open_log(args) as log:
+    with open_log(args, read_only=True) as log:
         searched = log.policy(args.sync).search_terms(args.search) if args.search else ()
         query = RecordQuery(
             sync_id=args.sync,
@@ -174,7 +174,7 @@ def run_records(args: argparse.Namespace) -> int:
 
 def run_runs(args: argparse.Namespace) -> int:
     """`synclog runs`: a sync's runs, newest first, with their records by status."""
-    with open_log(args) as log:
+    with open_log(args, read_only=True) as log:
         table = find_runs(log.target, RunQuery(args.sync, args.limit, args.offset), args.layout)
     _show(table, args.out, "runs")
     return 0

@@ -1,11 +1,14 @@
 """The conformance suite every target passes: subclass it once per target (dbt-style).
 
+@pytest.fixture
+def synclog_target_url(tmp_path):
+    yield "mywarehouse://…"   # a fresh, empty database per test
+
 class TestMyWarehouse(TargetConformance):
     seed_names = {"CENSUS.CENSUS.SYNC_LOG": "census.sync_log", ...}
 
-    @pytest.fixture
-    def target_url(self) -> Iterator[str]:
-        yield "mywarehouse://…"   # a fresh, empty database per test
+`synclog_target_url` is the fixture of synclog's pytest plugin (`synclog[testing]`, see
+`synclog.testing.pytest_plugin`); a subclass may instead override `target_url` itself.
 
 Tests of a layout the target does not hold skip. The record-level tests count through
 `count`, a SQL `WHERE` over the census `sync_log` columns; a target without the census layout
@@ -132,8 +135,9 @@ class TargetConformance:
     }
     """How the seed queries' Snowflake names are spelt on this target."""
     expected_sync_log: ClassVar[str] = "census.sync_log"
-    qualify: ClassVar[bool] = True
-    """Whether the warehouse has QUALIFY, which seed 002's third query uses (Postgres has not)."""
+    qualify: ClassVar[bool | None] = None
+    """Whether the warehouse has QUALIFY, which seed 002's third query uses; None: as the
+    target's `capabilities.qualify` says."""
     settings: ClassVar[TargetSettings] = TargetSettings()
     partition_columns: ClassVar[tuple[str, ...]] = ()
     """Columns the target's storage puts after a table's own (Spark's Parquet partition columns);
@@ -141,8 +145,9 @@ class TargetConformance:
     hightouch_config: ClassVar[Config] = Config(defaults=SyncSettings(layouts=("hightouch",)))
 
     @pytest.fixture
-    def target_url(self) -> Iterator[str]:
-        raise NotImplementedError("a conformance subclass provides a fresh target URL")
+    def target_url(self, request: pytest.FixtureRequest) -> Iterator[str]:
+        """A fresh, empty target per test: the `synclog_target_url` fixture (synclog's pytest plugin)."""
+        yield request.getfixturevalue("synclog_target_url")
 
     @pytest.fixture(scope="session")
     @classmethod
@@ -514,7 +519,8 @@ class TargetConformance:
             *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
             ("d", "Audience 77", "removed"),
         }
-        if self.qualify:  # seed 002's third query uses QUALIFY, which not every warehouse has
+        qualify = target.capabilities.qualify if self.qualify is None else self.qualify
+        if qualify:  # seed 002's third query uses QUALIFY, which not every warehouse has
             current = self.rows_sql(target, self.seed(SEED_002_CURRENT))
             assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abce"]
 
