@@ -106,7 +106,7 @@ def test_records_where_nothing_was_logged_is_one_line(tmp_path: Path) -> None:
 
 
 def test_help_on_every_command() -> None:
-    for command in ("demo", "write", "cleanup", "records", "runs", "flush", "plugins"):
+    for command in ("demo", "write", "cleanup", "records", "runs", "flush", "plugins", "serve"):
         done = run_cli(command, "--help")
         assert done.returncode == 0 and "usage: synclog" in done.stdout
 
