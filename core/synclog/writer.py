@@ -66,8 +66,7 @@ class SyncLog:
         self.config = config or Config()
         self.policy_override = policy
         """A payload policy for every sync this log writes, instead of each sync's configured one."""
-        self.spark = spark or spark_session()
-        require_reachable(self.config.storage, self.spark, "storage")
+        self._spark = _reachable(spark, self.config) if spark is not None else None
         self.progress = progress or (lambda _message: None)
         self.store = RunStore(self.config.storage)
         self._ensured: set[TableSpec] = set()
@@ -109,6 +108,17 @@ class SyncLog:
                 f"batches wait in {log.store.root} until it does"
             )
         return log
+
+    @property
+    def spark(self) -> SparkSession:
+        """The Spark session writes run on: the one given, else the active one or a new one.
+
+        Started on first use, so that reading, retention and a flush with nothing kept never
+        start a JVM. Raises ConfigError when its executors cannot reach `storage`.
+        """
+        if self._spark is None:
+            self._spark = _reachable(spark_session(), self.config)
+        return self._spark
 
     @property
     def target(self) -> Target:
@@ -258,6 +268,12 @@ class SyncLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _reachable(spark: SparkSession, config: Config) -> SparkSession:
+    """`spark`, once it is known that its executors reach `storage` (else ConfigError)."""
+    require_reachable(config.storage, spark, "storage")
+    return spark
 
 
 def _redacted(run: Run, policy: PayloadPolicy) -> Run:

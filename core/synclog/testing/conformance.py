@@ -59,7 +59,7 @@ from synclog.testing.factories import (
 )
 from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
 from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
-from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs
+from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs, find_syncs
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 
@@ -709,6 +709,12 @@ class TargetConformance:
             assert (older[0]["invalid"], older[0]["aborted"]) == (3, 2), name
             assert older[0]["started_at"] == first.started_at, name
             assert find_runs(target, RunQuery(99), name).num_rows == 0
+
+            syncs = find_syncs(target, name)
+            assert syncs.schema == tracking.SYNCS
+            listed = [(r["sync_id"], r["runs"], r["records"]) for r in syncs.to_pylist()]
+            assert listed == [(1234, 2, 50)], name
+            assert syncs.column("last_started_at").to_pylist() == [second.started_at], name
 
 
 def json_email(payload: str) -> str:
