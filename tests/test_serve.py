@@ -156,6 +156,17 @@ def cells(driver: Any, column: int) -> list[str]:
     return [row.find_elements("css selector", "td")[column].text for row in by_css(driver, "tbody tr")]
 
 
+def search(driver: Any, identifier: str) -> None:
+    """Type `identifier` in the search box, submit, and wait for the page that answers it."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.find_element("id", "search").send_keys(identifier)
+    driver.find_element("id", "search-button").click()
+    WebDriverWait(driver, 30).until(
+        lambda d: "search=" in d.current_url and d.execute_script("return document.readyState") == "complete"
+    )
+
+
 def wait_for_file(folder: Path, suffix: str) -> Path:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -206,9 +217,7 @@ def test_browse_filter_search_and_download(server: Server, browser: Any, screens
     assert {row["sync_run_id"] for row in downloaded} == {run_id}
 
     someone = cells(browser, 0)[-1]
-    box = browser.find_element("id", "search")
-    box.send_keys(someone)
-    browser.find_element("id", "search-button").click()
+    search(browser, someone)
     assert cells(browser, 0) == [someone]
     assert cells(browser, 2) == ["rejected"]
     payload = by_css(browser, "pre.payload")[0].text  # open: a search shows the payload
@@ -223,8 +232,7 @@ def test_markup_in_a_payload_or_an_error_renders_as_text(server: Server, browser
     browser.get(server.url + "/")
     link(browser, f"sync {HOSTILE_SYNC}").click()
     link(browser, "run 1").click()
-    browser.find_element("id", "search").send_keys(HOSTILE_ID)
-    browser.find_element("id", "search-button").click()
+    search(browser, HOSTILE_ID)
     assert cells(browser, 0) == [HOSTILE_ID]
     assert "<script>document.title = 'pwned'</script>" in by_css(browser, "pre.payload")[0].text
     assert "<b>pro</b>" in by_css(browser, "pre.payload")[0].text
