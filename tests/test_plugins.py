@@ -87,6 +87,14 @@ def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() 
     census_only = replace(_NoReadBack.capabilities, layouts=("census",))
     assert missing_methods(_NoReadBack, census_only) == []
     assert missing_methods(SqlTarget, census_only) == ["query", "close", "load_files"]
+    dropping = replace(census_only, partition_drop=True)
+    assert missing_methods(SqlTarget, dropping) == ["query", "close", "load_files", "drop_partitions"]
+
+    class OwnRetention(SqlTarget):
+        def delete_expired(self, table: object, cutoffs: object) -> int:  # type: ignore[override]
+            return 0
+
+    assert "drop_partitions" not in missing_methods(OwnRetention, dropping)  # it never calls it
 
 
 def test_builtin_duckdb_is_registered_through_its_entry_point() -> None:

@@ -54,11 +54,19 @@ def required_methods(capabilities: Capabilities, sql: bool) -> list[str]:
     return list(dict.fromkeys(needed))
 
 
+_RETENTION_HOOKS = ("drop_partitions", "expire_partitions")
+"""What only `SqlTarget.delete_expired` calls: a class with its own retention needs neither."""
+
+
 def missing_methods(cls: type[Target], capabilities: Capabilities) -> list[str]:
     """The required methods `cls` leaves abstract or inherits from a base whose version raises."""
     abstract = getattr(cls, "__abstractmethods__", frozenset())
+    sql = issubclass(cls, SqlTarget)
+    own_retention = sql and cls.delete_expired is not SqlTarget.delete_expired
     missing = []
-    for name in required_methods(capabilities, issubclass(cls, SqlTarget)):
+    for name in required_methods(capabilities, sql):
+        if own_retention and name in _RETENTION_HOOKS:
+            continue
         method = getattr(cls, name, None)
         inherited = any(
             name in names and method is getattr(base, name, None)
