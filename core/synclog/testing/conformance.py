@@ -23,7 +23,7 @@ import os
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -86,6 +86,20 @@ class Outage:
     goes_down_again: bool = False
     """Whether leaving `up` cuts the connections made meanwhile (a forwarder), so the target can
     also fail in the middle of a run."""
+
+
+def file_outage(folder: Path, scheme: str, filename: str) -> Outage:
+    """A file database whose folder cannot be made while a file stands where it goes; `up`
+    removes that file."""
+    blocker = folder / "warehouse"
+    blocker.write_text("")
+
+    @contextmanager
+    def up() -> Iterator[None]:
+        blocker.unlink()
+        yield
+
+    return Outage(f"{scheme}:///{blocker / filename}", up)
 
 
 FAILURE = "synclog-conformance-failure"
