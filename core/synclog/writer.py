@@ -82,6 +82,7 @@ class SyncLog:
         progress: Progress | None = None,
         policy: PayloadPolicy | None = None,
         read_only: bool = False,
+        writes: bool = False,
     ) -> SyncLog:
         """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default).
 
@@ -89,7 +90,8 @@ class SyncLog:
         batches wait in the run store and every later write tries to connect again.
         `policy` replaces every sync's configured payload policy. `read_only` (for reads and
         retention) refuses a file-backed target whose file does not exist, with a ConfigError,
-        instead of creating an empty database.
+        instead of creating an empty database. `writes` starts Spark before the target is
+        touched, so executors that cannot reach `storage` are refused first.
         """
         config = config or Config.load()
         url, settings = config.resolve_target(target)
@@ -98,6 +100,8 @@ class SyncLog:
         kind.check(url, settings)  # before Spark starts: a malformed or missing file fails at once
         connector = Connector.for_type(kind, url, settings)
         log = cls(connector, config, spark, progress, policy)
+        if writes:
+            log.spark  # noqa: B018 - refuses unreachable storage before the target is touched
         try:
             log.target  # noqa: B018 - connect now, so a wrong URL or password shows at once
         except TargetError as exc:

@@ -146,7 +146,7 @@ def open_log(args: argparse.Namespace, **kwargs: Any) -> SyncLog:
 def run_write(args: argparse.Namespace) -> int:
     """`synclog write`: validate and log one run's record results."""
     run = Run.from_file(args.run)
-    with open_log(args, progress=print) as log:
+    with open_log(args, progress=print, writes=True) as log:
         records = read_records(log.spark, args.records)
         result = log.write(run, records) if args.in_progress else log.write_run(run, records)
     statuses = ", ".join(f"{n:,} {s}" for s, n in sorted(result.statuses.items()))
