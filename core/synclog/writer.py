@@ -40,6 +40,8 @@ class WriteResult:
     seconds: float = 0.0
     pending: bool = False
     """True when the target failed and the batches wait in the run store for `flush`."""
+    passes: dict[str, float] = field(default_factory=dict)
+    """Seconds of each step, in order: the validating write to the run store, then each table load."""
 
     @property
     def records(self) -> int:
@@ -147,10 +149,12 @@ class SyncLog:
         transform = policy.prepare(run.sync_id, payload_hooks())
         run = _redacted(run, policy)
         written = self.store.write(run, canonical_frame(run, records, datetime.now(UTC), transform))
+        passes = {"validate and store": time.perf_counter() - started}
         waiting = self.store.pending_of(run)
         to_load = sorted({*written.batches, *(waiting.batches if waiting else ())})
-        loaded = self._load_or_keep(run, to_load, finished=False)
-        return WriteResult(written.statuses, loaded or {}, time.perf_counter() - started, loaded is None)
+        loaded = self._load_or_keep(run, to_load, finished=False, passes=passes)
+        seconds = time.perf_counter() - started
+        return WriteResult(written.statuses, loaded or {}, seconds, loaded is None, passes)
 
     def finish(self, run: Run) -> dict[str, int]:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
@@ -158,16 +162,22 @@ class SyncLog:
         Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in.
         Returns rows loaded per table (empty when the target was down and the run was kept).
         """
+        return self._finish(run, {})
+
+    def _finish(self, run: Run, passes: dict[str, float]) -> dict[str, int]:
         run = _redacted(run, self.policy(run.sync_id))
         waiting = self.store.pending_of(run)
-        return self._load_or_keep(run, waiting.batches if waiting else (), finished=True) or {}
+        batches = waiting.batches if waiting else ()
+        return self._load_or_keep(run, batches, finished=True, passes=passes) or {}
 
     def write_run(self, run: Run, records: DataFrame) -> WriteResult:
         """Log a whole, finished run in one call: `write`, then `finish`."""
+        started = time.perf_counter()
         result = self.write(run, records)
-        loaded = {**result.loaded, **self.finish(run)}
+        passes = dict(result.passes)
+        loaded = {**result.loaded, **self._finish(run, passes)}
         pending = self.store.pending_of(run) is not None
-        return WriteResult(result.statuses, loaded, result.seconds, pending)
+        return WriteResult(result.statuses, loaded, time.perf_counter() - started, pending, passes)
 
     def flush(self) -> list[Pending]:
         """Load what earlier writes kept because the target was down; return what is still kept."""
@@ -175,17 +185,27 @@ class SyncLog:
             self._load_or_keep(pending.run, pending.batches, finished=pending.finished)
         return self.store.all_pending()
 
-    def _load_or_keep(self, run: Run, batches: Sequence[int], *, finished: bool) -> dict[str, int] | None:
+    def _load_or_keep(
+        self,
+        run: Run,
+        batches: Sequence[int],
+        *,
+        finished: bool,
+        passes: dict[str, float] | None = None,
+    ) -> dict[str, int] | None:
         """Load `batches` (and the run-level tables once `finished`); when the target fails (a
         TargetError: an outage), keep them in the run store for `flush` and return None, so the
-        sync itself never fails. Any other error is not an outage and is raised."""
+        sync itself never fails. Any other error is not an outage and is raised.
+        Each table load's seconds are added to `passes`."""
+        passes = {} if passes is None else passes
         try:
             loaded = {}
             if batches:
-                loaded.update(self._load(run, self.store.read(self.spark, run, batches), "batch_rows"))
+                records = self.store.read(self.spark, run, batches)
+                loaded.update(self._load(run, records, "batch_rows", passes))
             self.store.clear_pending(run)
             if finished:
-                loaded.update(self._load(run, self.store.read(self.spark, run), "run_rows"))
+                loaded.update(self._load(run, self.store.read(self.spark, run), "run_rows", passes))
                 self.store.drop(run)
             return loaded
         except TargetError as exc:
@@ -225,7 +245,7 @@ class SyncLog:
                 )
         return chosen
 
-    def _load(self, run: Run, records: DataFrame, phase: str) -> dict[str, int]:
+    def _load(self, run: Run, records: DataFrame, phase: str, passes: dict[str, float]) -> dict[str, int]:
         settings = self.config.sync(run.sync_id)
         loaded: dict[str, int] = {}
         with ExitStack() as reads:
@@ -248,7 +268,10 @@ class SyncLog:
                     digest = load.rows.digest
                     if digest is not None and self._loaded.get(relation) == digest:
                         continue  # the same few rows as the last load: the table holds them
+                    started = time.perf_counter()
                     loaded[relation] = self.target.replace_rows(table, load.rows, load.scope or None)
+                    step = f"{'load' if phase == 'batch_rows' else 'finish'} {relation}"
+                    passes[step] = passes.get(step, 0.0) + time.perf_counter() - started
                     if digest is not None:
                         self._loaded[relation] = digest
                     self.progress(f"  {relation}: {loaded[relation]:,} rows")
