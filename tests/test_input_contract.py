@@ -76,3 +76,13 @@ def test_struct_payloads_and_integer_identifiers(log: SyncLog, spark: SparkSessi
     view = log.target.relation(SYNC_LOG, SYNC_LOG.view).render()
     got = log.target.query(f"SELECT record_identifier, record_payload FROM {view} ORDER BY 1").to_pylist()
     assert got[1] == {"record_identifier": "1", "record_payload": '{"email":"u1@example.com","seats":1}'}
+
+
+def test_write_run_reports_each_pass(log: SyncLog, spark: SparkSession) -> None:
+    result = log.write_run(make_run(), make_records(spark, record_rows(make_run())))
+    view = str(log.target.relation(SYNC_LOG, SYNC_LOG.view))
+    steps = list(result.passes)
+    assert steps[0] == "validate and store"
+    assert f"load {view}" in steps
+    assert all(seconds >= 0 for seconds in result.passes.values())
+    assert sum(result.passes.values()) <= result.seconds
