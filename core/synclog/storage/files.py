@@ -36,6 +36,8 @@ RESULT = "key string, path string, rows long"
 RESULT_SCHEMA = pa.schema([("key", pa.string()), ("path", pa.string()), ("rows", pa.int64())])
 READ_TASKS = 64
 """At most this many tasks read a manifest (each reads its share of the files)."""
+UNREADABLE = "synclog: unreadable file:"
+"""Starts the message of an executor that could not read a manifest's file (`unreadable_file`)."""
 
 
 @contextlib.contextmanager
@@ -196,6 +198,15 @@ def write_table(
     return Manifest(location, (StoredFile(path, rows.num_rows),))
 
 
+def unreadable_file(exc: BaseException) -> str | None:
+    """`path: reason` when `exc` (raised by a Spark job) says an executor could not read a file."""
+    text = str(exc)
+    at = text.find(UNREADABLE)
+    if at < 0:
+        return None
+    return text[at + len(UNREADABLE) :].strip().splitlines()[0]
+
+
 def read_frame(spark: SparkSession, manifest: Manifest, schema: T.StructType) -> DataFrame:
     """A Spark frame of `manifest`'s files with `schema`, read by the executors (lazily)."""
     paths, location = manifest.paths(), manifest.location
@@ -207,11 +218,15 @@ def read_frame(spark: SparkSession, manifest: Manifest, schema: T.StructType) ->
         fs = location.filesystem()
         for ids in batches:
             for number in ids.column(0).to_pylist():
-                with fs.open_input_file(paths[number]) as handle:
-                    parquet = pq.ParquetFile(handle)
-                    present = [name for name in arrow.names if name in parquet.schema_arrow.names]
-                    for batch in parquet.iter_batches(columns=present):
-                        yield by_name(batch, arrow)
+                try:
+                    with fs.open_input_file(paths[number]) as handle:
+                        parquet = pq.ParquetFile(handle)
+                        present = [name for name in arrow.names if name in parquet.schema_arrow.names]
+                        for batch in parquet.iter_batches(columns=present):
+                            yield by_name(batch, arrow)
+                except (OSError, pa.ArrowException) as exc:
+                    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    raise OSError(f"{UNREADABLE} {paths[number]}: {detail}") from None
 
     tasks = min(len(paths), READ_TASKS)
     return spark.range(0, len(paths), 1, numPartitions=tasks).mapInArrow(read, schema)

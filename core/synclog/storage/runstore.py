@@ -33,9 +33,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from synclog.canonical import canonical_schema
+from synclog.errors import InputError
 from synclog.model import Run
 from synclog.records import VIOLATION, raise_violation
-from synclog.storage.files import PartFiles, publish, read_frame, remove, task_number
+from synclog.storage.files import PartFiles, publish, read_frame, remove, task_number, unreadable_file
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
 
@@ -121,7 +122,13 @@ class RunStore:
             self._run_dir(run), f"w-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
         )
         try:
-            done = canonical.mapInArrow(_batch_writer(self.location, folder), _RESULT).collect()
+            try:
+                done = canonical.mapInArrow(_batch_writer(self.location, folder), _RESULT).collect()
+            except Exception as exc:
+                unreadable = unreadable_file(exc)
+                if unreadable is None:
+                    raise
+                raise InputError(f"cannot read records {unreadable}") from None
             violations = sorted(row["violation"] for row in done if row["violation"])
             if violations:
                 raise_violation(violations[0])
