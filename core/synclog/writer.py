@@ -23,6 +23,7 @@ from synclog.records import check_columns
 from synclog.retention import CleanupResult, cleanup
 from synclog.spark import require_reachable, spark_session
 from synclog.storage.runstore import Pending, RunStore
+from synclog.storage.sweep import sweep
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
 from synclog.targets.tables import TableSpec
@@ -70,6 +71,7 @@ class SyncLog:
         require_reachable(self.config.storage, self.spark, "storage")
         self.progress = progress or (lambda _message: None)
         self.store = RunStore(self.config.storage)
+        sweep(self.config.storage)  # what writers killed earlier left behind
         self._ensured: set[TableSpec] = set()
         self._loaded: dict[str, str] = {}
         """Per table, the digest of the driver-built rows loaded last (loading them again is a no-op)."""

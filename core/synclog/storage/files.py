@@ -30,6 +30,7 @@ from synclog.capabilities import FileFormat
 from synclog.storage import json_lines
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
+from synclog.storage.owners import tagged
 
 RESULT = "key string, path string, rows long"
 """What a writing task returns per file it wrote: the split key, the path, the rows."""
@@ -45,14 +46,14 @@ def published(fs: pafs.FileSystem, path: str, *, whole: bool = True) -> Iterator
     """An output stream whose file appears at `path` when the block ends without error.
 
     With `whole` (the default) the bytes go to a hidden temporary name beside `path`
-    (`.NAME.<uuid>.tmp`, which matches no `*.parquet` glob) that is renamed into place: readers
+    (`.NAME.<uuid>@<owner>.tmp`, which matches no `*.parquet` glob) that is renamed into place: readers
     see the old file or the new one, never a part of one, also when the block fails (on a local
     disk the rename is rename(2); on an object store, a server-side copy and a delete). Files
     that only a manifest makes visible need not pay for that: `whole=False` writes `path` itself.
     """
     local = isinstance(fs, pafs.LocalFileSystem)
     folder, name = posixpath.split(path)
-    scratch = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp") if whole else path
+    scratch = posixpath.join(folder, f".{name}.{tagged(uuid.uuid4().hex)}.tmp") if whole else path
     if local:
         fs.create_dir(folder, recursive=True)
     try:

@@ -1,7 +1,7 @@
 """The run store: validated canonical batches of runs in progress, kept until the run is loaded.
 
     <storage>/runs/<sync_id>/<sync_run_id>/run.json                     the run's manifest
-    <storage>/runs/<sync_id>/<sync_run_id>/<write>/<batch>-p<task>.parquet
+    <storage>/runs/<sync_id>/<sync_run_id>/<write>@<owner>/<batch>-p<task>.parquet
 
 One write is one Spark job: the executors validate the canonical rows, write them per batch
 under a folder of the write's own, and report each file with its row count, status counts and
@@ -39,6 +39,7 @@ from synclog.records import VIOLATION, raise_violation
 from synclog.storage.files import PartFiles, publish, read_frame, remove, task_number, unreadable_file
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
+from synclog.storage.owners import tagged
 
 STATE = "run.json"
 PARTITION = "batch_number"
@@ -119,7 +120,7 @@ class RunStore:
         Raises the InputError of the first violation found, having kept nothing.
         """
         folder = posixpath.join(
-            self._run_dir(run), f"w-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+            self._run_dir(run), tagged(f"w-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
         )
         try:
             try:

@@ -40,6 +40,7 @@ from synclog.layouts.lake import FIELD_VALUES, FILES
 from synclog.plugins.hookspecs import hookimpl
 from synclog.spark import require_reachable
 from synclog.storage.location import Location
+from synclog.storage.sweep import sweep_scratch
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
 from synclog.targets.lake_files import GroupWriter, PathTemplate
 from synclog.targets.rows import Rows
@@ -105,6 +106,8 @@ class LakeTarget(Target):
             done = frame.groupBy(*template.fields).applyInArrow(write, GroupWriter.RESULT).collect()
             if not inside:
                 self._remove_stale(table, template, {row["path"] for row in done})
+            for folder in sorted({posixpath.dirname(row["path"]) for row in done}):
+                sweep_scratch(self.fs, self.location.path(folder))  # a killed writer's unpublished files
         return sum(row["rows"] for row in done)
 
     def _remove_stale(self, table: TableSpec, template: PathTemplate, written: set[str]) -> None:
