@@ -16,6 +16,7 @@ run's next write, `finish` or `flush`), never leftovers. Live writers' files are
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 from datetime import UTC, datetime
 
@@ -71,9 +72,13 @@ def _sweep_run(
             with contextlib.suppress(FileNotFoundError):
                 fs.delete_file(info.path)
             removed.append(storage.relative(info.path))
-    if state is None and len(removed) == len(files):
-        with contextlib.suppress(FileNotFoundError, OSError):
-            fs.delete_dir(folder)  # nothing of the run was ever committed
+    if removed and isinstance(fs, pafs.LocalFileSystem):
+        # Folders left empty (object stores have none); never a recursive delete: a live
+        # writer may be creating its own folder beside them.
+        emptied = {posixpath.dirname(storage.path(path)) for path in removed} | {folder}
+        for path in sorted(emptied, key=len, reverse=True):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
     return removed
 
 
