@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.synclog-installed
 PLUGINS := $(wildcard plugins/*)
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench faults install clean
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt (bench/
 	$(BIN)/python -m pip install -q -e "./plugins/postgres[bench]"
 	$(BIN)/python bench/postgres_bench.py
 	$(BIN)/python bench/diff_bench.py
+
+faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, PostgreSQL and the lake on moto S3 (bench/FAULTS.md)
+	./scripts/system-deps.sh
+	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
