@@ -591,6 +591,7 @@ class Driver:
         self.reached: dict[str, int] = {}
         self.write_seconds = 10.0
         self._trials = 0
+        self._point_turn = 0
         self.run = run_of(7000, 1000)
         """The run every trial writes, into a fresh target each time."""
 
@@ -659,7 +660,10 @@ class Driver:
     ) -> bool:
         victim = self.workers.victim()
         if fault == "kill@point":
-            point = point or self.random.choice([p for p in POINTS if self.reached.get(p)])
+            if point is None:  # every point in turn, so that each is struck as often
+                offered = [p for p in POINTS if self.reached.get(p)]
+                point = offered[self._point_turn % len(offered)]
+                self._point_turn += 1
             nth = self.random.randint(1, self.reached[point])
             outcome.where = f"{point} #{nth}"
             victim.send(self._write(target, run, (point, nth)))
