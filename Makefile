@@ -4,16 +4,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.synclog-installed
 PLUGINS := $(wildcard plugins/*)
+EXAMPLES := $(wildcard examples/*)
 
-.PHONY: demo test lint bench faults install clean
+DIST ?= dist
+BUILD_PYTHON ?= $(BIN)/python
 
-$(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml)
+.PHONY: demo test lint bench faults install clean dist
+
+$(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev]" $(foreach p,$(PLUGINS),-e "./$(p)[test]")
+	$(BIN)/python -m pip install -q -e ".[dev]" $(foreach p,$(PLUGINS) $(EXAMPLES),-e "./$(p)[test]")
 	@touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install synclog, every plugin and the dev tools
+install: $(STAMP)  ## create .venv and install synclog, every plugin, the example plugins and the dev tools
 
 demo: $(STAMP)  ## simulate ten days of syncs into synclog-demo.duckdb and answer the seeds' questions
 	$(BIN)/synclog demo
@@ -34,8 +38,13 @@ faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, Pos
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 
+dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the example plugins, into $(DIST)/ (python -m build)
+	rm -rf $(DIST)
+	$(foreach p,. $(PLUGINS) $(EXAMPLES),$(BUILD_PYTHON) -m build --wheel --no-isolation --outdir $(DIST) $(p) >/dev/null &&) true
+	@ls $(DIST)
+
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .cache .synclog synclog-demo.duckdb
+	rm -rf $(VENV) .cache .synclog synclog-demo.duckdb $(DIST)

@@ -24,6 +24,9 @@ SELECTED = "statuses_and_invalid or replayed_run or hightouch_diff or outage_kee
 """The tests run on a cluster: a write, a replay, a finished run's diff, an outage."""
 
 
+synclog_target_url = test_duckdb.synclog_target_url  # the DuckDB suite's fresh-database fixture
+
+
 class TestDuckDBOnACluster(test_duckdb.TestDuckDB):
     pass
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from harness.errors import ServerUnavailable
@@ -28,3 +29,22 @@ def postgres() -> Iterator[PostgresServer]:
             yield pg
     except ServerUnavailable as exc:
         pytest.skip(exc.reason)
+
+
+STAND_INS = frozenset(
+    ("bigquery", "databricks", "duckdb", "faults", "lake", "postgres", "redshift", "s3", "snowflake", "spark")
+)
+"""The marks `pytest -m` selects integration tests by: the stand-in (or real service) they need."""
+_ALIASES = {"fakesnow": "snowflake"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each integration test with its stand-in, the first word of its file's name."""
+    here = Path(__file__).parent
+    for item in items:
+        if here not in item.path.parents:
+            continue
+        word = item.path.stem.removeprefix("test_").split("_")[0]
+        mark = _ALIASES.get(word, word)
+        if mark in STAND_INS:
+            item.add_marker(mark)

@@ -20,17 +20,15 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog.cli.main import main
-from synclog.config import Config
 from synclog.errors import ConfigError, TargetError
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets import export
 from synclog.targets.base import Target, TargetSettings
-from synclog.testing.conformance import TargetConformance
+from synclog.testing.conformance import Outage, TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.urls import TargetURL
-from synclog.writer import SyncLog
 
 pytest.importorskip("synclog_databricks", reason="synclog-databricks is not installed")
 import databricks.sql
@@ -177,6 +175,15 @@ class TestDatabricksWarehouse(TargetConformance):
         yield warehouse_url(dbx)
         drop_schemas(dbx)
 
+    @pytest.fixture
+    def outage(self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Outage]:
+        """The stand-in behind a loopback port nothing listens on until `up` forwards it."""
+        monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
+        port = free_port()
+        url = warehouse_url(dbx, port, retry_seconds="2")
+        yield Outage(url, lambda: forward(port, dbx.host, dbx.port), goes_down_again=True)
+        drop_schemas(dbx)
+
     def test_loads_put_files_in_the_volume_and_remove_them(
         self, target: Target, spark: SparkSession, dbx: DatabricksSqlServer
     ) -> None:
@@ -228,24 +235,6 @@ class TestDatabricksWarehouse(TargetConformance):
             registry().open(url, TargetSettings(storage=Location.parse(str(tmp_path))))
         assert "s3cret" not in str(failed.value) + str(url) + repr(url)
         assert "\n" not in str(failed.value)
-
-    def test_a_sync_outlives_a_warehouse_that_is_down(
-        self, dbx: DatabricksSqlServer, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
-        port = free_port()
-        url = warehouse_url(dbx, port, retry_seconds="2")
-        run = make_run()
-        rows = record_rows(run, count=20, batches=2)
-        warnings: list[str] = []
-        config = Config(storage=Location.parse(str(tmp_path / "storage")))
-        with SyncLog.open(url, config, spark, progress=warnings.append) as log:  # nothing listens
-            assert "does not answer" in warnings[0]
-            assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending
-            with forward(port, dbx.host, dbx.port):  # the warehouse is back
-                assert not log.write(run, make_records(spark, [r for r in rows if r[5] == 1])).pending
-                log.finish(run)
-                assert self.count(log.target, "sync_id = 1234") == 20
 
     def test_bad_urls_are_one_line_config_errors(
         self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch

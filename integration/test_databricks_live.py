@@ -42,19 +42,6 @@ def warehouse_url() -> str:
     return f"databricks://{host}?{query}"
 
 
-@pytest.fixture(scope="module")
-def catalog_of(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The test catalog, created for the module (unless one was given) and dropped afterwards."""
-    url = request.param
-    if GIVEN is None:
-        with registry().open(TargetURL.parse(url)) as target:
-            target.execute(f"CREATE CATALOG IF NOT EXISTS {target.quote(CATALOG)}")
-    yield url
-    if GIVEN is None:
-        with registry().open(TargetURL.parse(url)) as target:
-            target.execute(f"DROP CATALOG IF EXISTS {target.quote(CATALOG)} CASCADE")
-
-
 def drop_schemas(target: Target) -> None:
     for schema in SCHEMAS:
         target.execute(f"DROP SCHEMA IF EXISTS {target.quote(CATALOG)}.{target.quote(schema)} CASCADE")
@@ -69,10 +56,26 @@ class LiveSuite(TargetConformance):
     }
     expected_sync_log = f"{CATALOG}.census.sync_log"
 
+    def url(self) -> str:
+        """The URL of the workspace path this class tests."""
+        raise NotImplementedError
+
+    @pytest.fixture(scope="class")
+    def catalog_url(self) -> Iterator[str]:
+        """The test catalog, created for the class (unless one was given) and dropped afterwards."""
+        url = self.url()
+        if GIVEN is None:
+            with registry().open(TargetURL.parse(url)) as target:
+                target.execute(f"CREATE CATALOG IF NOT EXISTS {target.quote(CATALOG)}")
+        yield url
+        if GIVEN is None:
+            with registry().open(TargetURL.parse(url)) as target:
+                target.execute(f"DROP CATALOG IF EXISTS {target.quote(CATALOG)} CASCADE")
+
     @pytest.fixture
-    def target_url(self, catalog_of: str) -> Iterator[str]:
-        yield catalog_of
-        with registry().open(TargetURL.parse(catalog_of)) as target:
+    def target_url(self, catalog_url: str) -> Iterator[str]:
+        yield catalog_url
+        with registry().open(TargetURL.parse(catalog_url)) as target:
             drop_schemas(target)
 
     def test_tables_are_delta(self, target: Target) -> None:
@@ -84,15 +87,19 @@ class LiveSuite(TargetConformance):
 @pytest.mark.skipif(
     bool(MISSING), reason=f"no Databricks workspace: set {', '.join(MISSING)} to run these tests"
 )
-@pytest.mark.parametrize("catalog_of", [warehouse_url() if not MISSING else ""], indirect=True)
 class TestDatabricksWarehouseLive(LiveSuite):
     """`databricks://` through a real SQL warehouse."""
+
+    def url(self) -> str:
+        return warehouse_url()
 
 
 @pytest.mark.skipif(
     not os.environ.get("DATABRICKS_RUNTIME_VERSION"),
     reason="the in-cluster path runs on a Databricks cluster",
 )
-@pytest.mark.parametrize("catalog_of", [f"databricks+spark://{CATALOG}"], indirect=True)
 class TestDatabricksInClusterLive(LiveSuite):
     """`databricks+spark://` in the cluster's own session (Delta, MERGE)."""
+
+    def url(self) -> str:
+        return f"databricks+spark://{CATALOG}"

@@ -137,14 +137,16 @@ class TestDatabricksInCluster(TargetConformance):
         assert partition_days(spark) == ["2026-03-04"]
         assert self.count(target) == 10
 
-    def test_cleanup_drops_whole_days_and_rewrites_the_boundary_day(
+    def test_cleanup_drops_whole_days_and_rewrites_a_day_a_shorter_retention_cuts(
         self, target: Target, spark: SparkSession
     ) -> None:
+        """Retention cuts at whole UTC days (7 days before 03-10 12:00 keeps 03-03 on): 03-01
+        expires whole and is dropped; sync 99 keeps 5 days, so 03-03 is rewritten without its rows."""
         now = datetime(2026, 3, 10, 12, tzinfo=UTC)
-        log = self.log(target, spark, Config(syncs={99: SyncSettings(retention_days=30)}))
+        log = self.log(target, spark, Config(syncs={99: SyncSettings(retention_days=5)}))
         for sync_id, run_id, started in (
             (1234, 1, datetime(2026, 3, 1, 8, tzinfo=UTC)),
-            (1234, 2, datetime(2026, 3, 3, 11, tzinfo=UTC)),
+            (1234, 2, datetime(2026, 3, 3, 1, tzinfo=UTC)),
             (1234, 3, datetime(2026, 3, 3, 13, tzinfo=UTC)),
             (99, 4, datetime(2026, 3, 3, 8, tzinfo=UTC)),
         ):
@@ -152,7 +154,7 @@ class TestDatabricksInCluster(TargetConformance):
             log.write(run, make_records(spark, record_rows(run, count=10, batches=1, started_at=started)))
         assert log.cleanup(now).total == 20
         assert partition_days(spark) == ["2026-03-03"]
-        assert self.count(target, "sync_run_id IN (1, 2)") == 0
+        assert self.count(target, "sync_run_id IN (1, 4)") == 0
         assert self.count(target) == 20
 
     def test_variant_payloads(self, target_url: str, storage: Location, spark: SparkSession) -> None:

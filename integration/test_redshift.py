@@ -32,7 +32,6 @@ from synclog.testing.factories import make_records, make_run, person_rows, recor
 from synclog.testing.read_back import READS, READS_WIDER, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
-from synclog.writer import SyncLog
 
 pytest.importorskip("synclog_redshift", reason="synclog-redshift is not installed")
 redshift_connector = pytest.importorskip("redshift_connector")
@@ -119,7 +118,7 @@ class TestRedshift(TargetConformance):
         """The stand-in behind a loopback port nothing listens on until `up` forwards it."""
         port = free_port()
         url = target_url.replace(f"{stand_in.host}:{stand_in.port}", f"127.0.0.1:{port}")
-        yield Outage(url, lambda: forward(port, stand_in.host, stand_in.port))
+        yield Outage(url, lambda: forward(port, stand_in.host, stand_in.port), goes_down_again=True)
 
     # -- DDL -----------------------------------------------------------------------------------
 
@@ -397,28 +396,6 @@ class TestRedshift(TargetConformance):
             assert time.monotonic() - started < 10
         with registry().open(TargetURL.parse(f"{target_url}&connect_timeout=1"), settings) as target:
             assert target.fetch("SELECT 1 FROM pg_sleep(2)") == [(1,)]
-
-    def test_a_connection_that_breaks_mid_run_is_an_outage(
-        self, target_url: str, stand_in: RedshiftStandIn, storage: Location, spark: SparkSession
-    ) -> None:
-        """Beyond the suite's outage: the server comes back, and goes away under an open connection."""
-        port = free_port()
-        url = target_url.replace(f"{stand_in.host}:{stand_in.port}", f"127.0.0.1:{port}")
-        run = make_run()
-        rows = record_rows(run, count=20, batches=2)
-        batches = [make_records(spark, [r for r in rows if r[5] == n]) for n in (0, 1)]
-        warnings: list[str] = []
-        with SyncLog.open(url, Config(storage=storage), spark, progress=warnings.append) as log:
-            assert "does not answer" in warnings[0]  # nobody listens on the port yet
-            assert log.write(run, batches[0]).pending
-            with forward(port, stand_in.host, stand_in.port):  # the server is back
-                assert not log.write(run, batches[1]).pending
-                log.finish(run)
-                assert self.count(log.target, "sync_id = 1234") == 20
-            assert log.write(run, batches[1]).pending  # down again: the open connection broke
-            with forward(port, stand_in.host, stand_in.port):
-                assert log.flush() == []
-                assert self.count(log.target, "sync_id = 1234") == 20
 
     # -- statements ----------------------------------------------------------------------------
 

@@ -28,7 +28,8 @@ from pyspark.sql import SparkSession
 from snowflake.connector.errors import ProgrammingError
 from snowflake_suite import SnowflakeSuite
 
-from synclog.config import Config
+from synclog.config import Config, SyncSettings
+from synclog.demo import report
 from synclog.errors import ConfigError, TargetError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.plugins.manager import registry
@@ -125,6 +126,25 @@ class TestLauncherMode:
                 assert target.query(SEED_000_BY_SYNC).num_rows == 40
                 sources = target.query(f"SELECT name FROM {target.relation(SOURCE_OBJECTS).render()}")
                 assert sources.column(0).to_pylist() == ["High-value customers"]
+
+    def test_the_demo_report_counts_are_integers(self, spark: SparkSession, tmp_path: Any) -> None:
+        """fakesnow answers a SUM as a float: the demo printed `6343.0` on Snowflake."""
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(fakesnow_patched())
+            except ServerUnavailable as exc:
+                pytest.skip(exc.reason)
+            url = TargetURL.parse("snowflake://fake:snow@fakesnow/CENSUS")
+            storage = Location.parse(str(tmp_path / "storage"))
+            with registry().open(url, TargetSettings(storage=storage)) as target:
+                config = Config(storage=storage, defaults=SyncSettings(layouts=("census", "hightouch")))
+                run = make_run()
+                SyncLog(target, config, spark).write_run(run, make_records(spark, record_rows(run)))
+                for answer in (report.audience_moves(target), report.current_members(target)):
+                    assert answer.num_rows > 0
+                    for row in answer.to_pylist():
+                        counts = [v for k, v in row.items() if k.lower() not in {"audience", "run_status"}]
+                        assert counts and all(type(v) is int for v in counts), row
 
 
 class TestURL:

@@ -95,7 +95,22 @@ def test_a_bad_storage_setting_is_one_line(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [("records", "--sync", "1"), ("runs", "--sync", "1"), ("cleanup",)])
+def test_a_read_only_command_on_a_missing_file_is_one_line_and_creates_nothing(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    missing = tmp_path / "nowhere" / "logs.duckdb"
+    done = run_cli(*command, "--target", f"duckdb:///{missing}")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"synclog: error: duckdb:///{missing}: there is no database file {missing} "
+        "(nothing has been logged there yet)"
+    ]
+    assert not missing.parent.exists()
+
+
 def test_records_where_nothing_was_logged_is_one_line(tmp_path: Path) -> None:
+    duckdb.connect(str(tmp_path / "empty.duckdb")).close()
     done = run_cli("records", "--sync", "1", "--target", f"duckdb:///{tmp_path / 'empty.duckdb'}")
     assert done.returncode == 1
     assert (
@@ -106,7 +121,7 @@ def test_records_where_nothing_was_logged_is_one_line(tmp_path: Path) -> None:
 
 
 def test_help_on_every_command() -> None:
-    for command in ("demo", "write", "cleanup", "records", "runs", "flush", "plugins"):
+    for command in ("demo", "write", "cleanup", "records", "runs", "flush", "plugins", "serve"):
         done = run_cli(command, "--help")
         assert done.returncode == 0 and "usage: synclog" in done.stdout
 
@@ -238,3 +253,53 @@ def test_records_filters_and_csv(demo: Path, tmp_path: Path, capsys: pytest.Capt
 def test_cleanup_command(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cleanup", "--target", f"duckdb:///{demo / 'demo.duckdb'}"]) == 0
     assert "cleanup done: 0 rows deleted" in capsys.readouterr().out
+
+
+WITHOUT_SPARK = """
+import sys
+from pyspark import SparkContext
+from synclog.cli.main import main
+code = main(sys.argv[1:])
+assert SparkContext._gateway is None and SparkContext._active_spark_context is None, "Spark was started"
+sys.exit(code)
+"""
+"""Runs the command line, then fails if it started a Spark JVM."""
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        (("records", "--sync", "1234", "--status", "rejected", "--limit", "5"), "rejected"),
+        (("runs", "--sync", "1234"), "5678"),
+        (("cleanup",), "cleanup done: 0 rows deleted"),
+        (("flush",), "flushed 0 of 0 kept run(s)"),
+        (("plugins",), "duckdb://"),
+    ],
+)
+def test_reading_and_deleting_never_start_spark(
+    demo: Path, tmp_path: Path, command: tuple[str, ...], shown: str
+) -> None:
+    target = () if command == ("plugins",) else ("--target", f"duckdb:///{demo / 'demo.duckdb'}")
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_SPARK, *command, *target],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # flush looks for kept runs in ./.synclog
+    )
+    assert done.returncode == 0, done.stderr
+    assert shown in done.stdout
+    assert done.stderr == ""
+
+
+def test_spark_starts_quietly_unless_verbose(demo: Path, tmp_path: Path) -> None:
+    """A command that writes starts Spark without its start-up lines; --verbose shows Spark's log."""
+    run_dir = demo / "inputs" / "5678"
+    args = ["write", "--run", str(run_dir / "run.json"), "--records", str(run_dir / "records.parquet")]
+    quiet = run_cli(*args, "--target", f"duckdb:///{tmp_path / 'quiet.duckdb'}")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    assert "logged" in quiet.stdout
+    verbose = run_cli("--verbose", *args, "--target", f"duckdb:///{tmp_path / 'verbose.duckdb'}")
+    assert verbose.returncode == 0, verbose.stderr
+    assert "Using Spark's default log4j profile" in verbose.stderr

@@ -10,6 +10,8 @@ from synclog.capabilities import Casefold
 from synclog.config import DEFAULT_TARGET, Config
 from synclog.errors import ConfigError
 from synclog.naming import Relation
+from synclog.targets.base import TargetSettings
+from synclog.targets.duckdb import TARGET_TYPE as DUCKDB
 from synclog.urls import TargetURL
 
 
@@ -120,6 +122,21 @@ def test_url_parsing_and_redaction() -> None:
         TargetURL.parse("synclog.duckdb")
     with pytest.raises(ConfigError, match="invalid port"):
         TargetURL.parse("postgresql://me:pw@host:99999999/db")
+
+
+def test_file_urls_are_parsed_by_the_core(tmp_path: Path) -> None:
+    assert TargetURL.parse("sqlite:///logs/x.sqlite").file_path() == "logs/x.sqlite"
+    assert TargetURL.parse("sqlite:////var/x.sqlite").file_path() == "/var/x.sqlite"
+    assert TargetURL.parse("duckdb:///:memory:").file_path() == ":memory:"
+    with pytest.raises(ConfigError, match="has no host; use sqlite:///relative/path or sqlite:////absolute"):
+        TargetURL.parse("sqlite://host/x.sqlite").file_path()
+    with pytest.raises(ConfigError, match="name a database file"):
+        TargetURL.parse("duckdb:///").file_path()
+    missing = TargetURL.parse(f"duckdb:///{tmp_path / 'none.duckdb'}")
+    DUCKDB.check(missing, TargetSettings())  # a write creates it
+    with pytest.raises(ConfigError, match="there is no database file"):
+        DUCKDB.check(missing, TargetSettings(read_only=True))
+    assert not (tmp_path / "none.duckdb").exists()
 
 
 def test_relations_fold_and_quote() -> None:

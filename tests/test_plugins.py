@@ -2,44 +2,99 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pluggy
-import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import SparkSession
 
-from synclog.config import Config
+from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
-from synclog.storage.location import Location
+from synclog.targets.base import Target, TargetSettings, TargetType
+from synclog.targets.contract import missing_methods
 from synclog.targets.duckdb import TARGET_TYPE
-from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.targets.sql import SqlTarget
 from synclog.urls import TargetURL
-from synclog.writer import SyncLog
-
-TOY = Path(__file__).parent / "toy_plugin" / "synclog_toy.py"
 
 
-@pytest.fixture
-def installed_toy(tmp_path: Path) -> Iterator[None]:
-    """Install the toy plugin the way pip would: a module plus a dist-info with entry points."""
-    site = tmp_path / "site"
-    dist = site / "synclog_toy-0.1.dist-info"
+@contextmanager
+def installed(site: Path, module: str, source: str) -> Iterator[None]:
+    """Install a one-module plugin the way pip would: the module plus a dist-info with entry points."""
+    dist = site / f"{module}-0.1.dist-info"
     dist.mkdir(parents=True)
-    shutil.copy(TOY, site / "synclog_toy.py")
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: synclog-toy\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[synclog]\ntoy = synclog_toy\n")
+    (site / f"{module}.py").write_text(source)
+    name = module.replace("_", "-")
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[synclog]\n{module.split('_', 1)[1]} = {module}\n")
     sys.path.insert(0, str(site))
     manager.registry.cache_clear()
-    yield
-    sys.path.remove(str(site))
-    sys.modules.pop("synclog_toy", None)
-    manager.registry.cache_clear()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop(module, None)
+        manager.registry.cache_clear()
+
+
+def test_a_plugin_built_for_another_api_is_refused_in_one_line(tmp_path: Path) -> None:
+    source = "SYNCLOG_PLUGIN_API = 99\n"
+    with (
+        installed(tmp_path / "site", "synclog_future", source),
+        pytest.raises(
+            ConfigError,
+            match=r"^plugin synclog_future \(synclog-future 0.1\) is built for synclog plugin API 99, "
+            "this synclog has 1",
+        ),
+    ):
+        manager.registry()
+
+
+def test_a_plugin_that_declares_no_api_is_refused(tmp_path: Path) -> None:
+    with (
+        installed(tmp_path / "site", "synclog_old", '"""No SYNCLOG_PLUGIN_API."""\n'),
+        pytest.raises(ConfigError, match=r"plugin synclog_old \(synclog-old 0.1\) does not declare"),
+    ):
+        manager.registry()
+
+
+class _NoReadBack(Target):
+    """Everything but `read_rows`, which the hightouch layout calls."""
+
+    capabilities = Capabilities(json_type="TEXT")
+
+    def ensure(self, tables: object) -> None: ...
+    def replace_rows(self, table: object, rows: object, scope: object = None) -> int: ...  # type: ignore[empty-body]
+    def delete_expired(self, table: object, cutoffs: object) -> int: ...  # type: ignore[empty-body]
+    def query(self, sql: str, params: object = ()) -> object: ...
+    def existing_tables(self, tables: object) -> list[object]: ...  # type: ignore[empty-body]
+    def close(self) -> None: ...
+
+
+def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() -> None:
+    kind = TargetType(
+        "partial", ("partial",), _NoReadBack.capabilities, "a target without read_rows", _NoReadBack
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"target 'partial' .* census, hightouch layout\(s\) but does not implement read_rows$",
+    ):
+        manager.registry().register(kind)
+    census_only = replace(_NoReadBack.capabilities, layouts=("census",))
+    assert missing_methods(_NoReadBack, census_only) == []
+    assert missing_methods(SqlTarget, census_only) == ["query", "close", "load_files"]
+    dropping = replace(census_only, partition_drop=True)
+    assert missing_methods(SqlTarget, dropping) == ["query", "close", "load_files", "drop_partitions"]
+
+    class OwnRetention(SqlTarget):
+        def delete_expired(self, table: object, cutoffs: object) -> int:  # type: ignore[override]
+            return 0
+
+    assert "drop_partitions" not in missing_methods(OwnRetention, dropping)  # it never calls it
 
 
 def test_builtin_duckdb_is_registered_through_its_entry_point() -> None:
@@ -48,17 +103,12 @@ def test_builtin_duckdb_is_registered_through_its_entry_point() -> None:
     assert manager.registry().for_url(TargetURL.parse("duckdb:///x.duckdb")) is TARGET_TYPE
 
 
-def test_third_party_target_writes(installed_toy: None, tmp_path: Path, spark: SparkSession) -> None:
-    names = [t.name for t in manager.registry().types()]
-    assert {"duckdb", "lake", "toy"} <= set(names)
-    config = Config(storage=Location.parse(str(tmp_path / "storage")))
-    with SyncLog.open(f"toy://{tmp_path / 'lake'}", config, spark) as log:
-        run = make_run()
-        log.write_run(run, make_records(spark, record_rows(run)))
-        log.write_run(run, make_records(spark, record_rows(run)))
-    table = pq.read_table(tmp_path / "lake" / "census.sync_log_records.parquet")
-    assert table.num_rows == 40
-    assert pq.read_table(tmp_path / "lake" / "census.source_objects.parquet").num_rows == 1
+def test_an_out_of_tree_plugin_registers_through_its_entry_point() -> None:
+    """examples/synclog-sqlite, installed like any third-party plugin (its own tests run the suite)."""
+    from synclog_sqlite import plugin
+
+    assert "sqlite" in {name for name, _ in manager.plugin_manager().list_name_plugin()}
+    assert manager.registry().for_url(TargetURL.parse("sqlite:///x.sqlite")) is plugin.TARGET_TYPE
 
 
 def test_unknown_scheme_names_the_plugin_to_install() -> None:
@@ -85,3 +135,17 @@ def test_a_misspelt_hook_fails_loudly() -> None:
     pm.register(Misspelt())
     with pytest.raises(pluggy.PluginValidationError, match="unknown hook 'synclog_register_target'"):
         pm.check_pending()
+
+
+def test_without_views_the_table_takes_its_views_name() -> None:
+    from synclog.layouts.census import SYNC_LOG
+
+    class NoViews(_NoReadBack):
+        capabilities = Capabilities(json_type="TEXT", views=False, layouts=("census",))
+
+    target = NoViews(TargetURL.parse("noviews:///x"), TargetSettings())
+    assert (
+        str(target.relation(SYNC_LOG)) == str(target.relation(SYNC_LOG, SYNC_LOG.view)) == "census.sync_log"
+    )
+    with_views = _NoReadBack(TargetURL.parse("views:///x"), TargetSettings())
+    assert str(with_views.relation(SYNC_LOG)) == "census.sync_log_records"

@@ -43,6 +43,18 @@ class FileFormat(StrEnum):
     type (Redshift's COPY … FORMAT JSON 'auto' into SUPER)."""
 
 
+class Schemas(StrEnum):
+    """How a warehouse keeps each layout's tables apart (census, hightouch_audit, …)."""
+
+    CREATE = "create"
+    """Schemas exist: the core runs CREATE SCHEMA IF NOT EXISTS and names tables schema.table."""
+    ATTACHED = "attached"
+    """No CREATE SCHEMA, but a schema can be attached under its name (SQLite's ATTACH DATABASE of a
+    file per schema): names stay schema.table, so the seeds' queries run unchanged; the core calls
+    the target's `ensure_schema` instead of CREATE SCHEMA, and a view's body names its table
+    without a schema (an attached database resolves a view's names in its own file)."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """A target's abilities and limits; the core reads every field to decide what it does."""
@@ -58,6 +70,19 @@ class Capabilities:
     merge: bool = False
     """Whether MERGE INTO exists: a replace is one MERGE where there are no transactions."""
     views: bool = True
+    """Whether views exist; without them a table with a public view is stored under the view's name."""
+    replace_view: bool = True
+    """Whether CREATE OR REPLACE VIEW exists; else the core drops the view and creates it again,
+    in one transaction."""
+    schemas: Schemas = Schemas.CREATE
+    """How layouts' schemas are made (see `Schemas`)."""
+    read_casts: bool = True
+    """Whether CAST(x AS <declared type>) gives back a stored column's type. Where CAST follows type
+    affinity instead (SQLite, whose timestamps are ISO-8601 text), read-backs select stored columns
+    as they are and the core casts the Arrow result to the table's types."""
+    qualify: bool = True
+    """Whether QUALIFY exists. The core's own SQL never uses it; the conformance suite runs the
+    seed query that does (Hightouch's third) only where it exists."""
     partition_expiry: bool = False
     """Whether old day partitions can expire by themselves (BigQuery's partition_expiration_days):
     retention sets the expiry, then deletes what syncs with a shorter retention keep."""

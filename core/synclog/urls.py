@@ -8,6 +8,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from synclog.errors import ConfigError
 
+MEMORY = ":memory:"
+"""The path of an in-memory database (`scheme:///:memory:`), which no file backs."""
+
 
 @dataclass(frozen=True)
 class TargetURL:
@@ -43,6 +46,20 @@ class TargetURL:
             path=unquote(parts.path),
             query=dict(parse_qsl(parts.query)),
         )
+
+    def file_path(self) -> str:
+        """The database file a file URL names: `scheme:///relative/path` (relative to the working
+        folder) or `scheme:////absolute/path`; `scheme:///:memory:` for an in-memory database.
+
+        A host (`scheme://host/path`) or no path is a ConfigError showing both forms.
+        """
+        forms = f"{self.scheme}:///relative/path or {self.scheme}:////absolute/path"
+        if self.host:
+            raise ConfigError(f"{self}: a {self.scheme} URL names a file and has no host; use {forms}")
+        path = self.path[1:] if self.path.startswith("/") else self.path
+        if not path:
+            raise ConfigError(f"{self}: name a database file: {forms}")
+        return path
 
     def with_query(self, **values: str) -> TargetURL:
         """A copy with extra query parameters."""

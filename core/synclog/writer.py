@@ -67,8 +67,7 @@ class SyncLog:
         self.config = config or Config()
         self.policy_override = policy
         """A payload policy for every sync this log writes, instead of each sync's configured one."""
-        self.spark = spark or spark_session()
-        require_reachable(self.config.storage, self.spark, "storage")
+        self._spark = _reachable(spark, self.config) if spark is not None else None
         self.progress = progress or (lambda _message: None)
         self.store = RunStore(self.config.storage)
         sweep(self.config.storage)  # what writers killed earlier left behind
@@ -84,17 +83,27 @@ class SyncLog:
         spark: SparkSession | None = None,
         progress: Progress | None = None,
         policy: PayloadPolicy | None = None,
+        read_only: bool = False,
+        writes: bool = False,
     ) -> SyncLog:
         """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default).
 
         A target that does not answer yet is no error while `keep_on_target_failure` holds:
         batches wait in the run store and every later write tries to connect again.
-        `policy` replaces every sync's configured payload policy.
+        `policy` replaces every sync's configured payload policy. `read_only` (for reads and
+        retention) refuses a file-backed target whose file does not exist, with a ConfigError,
+        instead of creating an empty database. `writes` starts Spark before the target is
+        touched, so executors that cannot reach `storage` are refused first.
         """
         config = config or Config.load()
         url, settings = config.resolve_target(target)
-        connector = Connector.for_type(registry().for_url(url), url, settings)
+        settings = replace(settings, read_only=read_only)
+        kind = registry().for_url(url)
+        kind.check(url, settings)  # before Spark starts: a malformed or missing file fails at once
+        connector = Connector.for_type(kind, url, settings)
         log = cls(connector, config, spark, progress, policy)
+        if writes:
+            log.spark  # noqa: B018 - refuses unreachable storage before the target is touched
         try:
             log.target  # noqa: B018 - connect now, so a wrong URL or password shows at once
         except TargetError as exc:
@@ -105,6 +114,17 @@ class SyncLog:
                 f"batches wait in {log.store.root} until it does"
             )
         return log
+
+    @property
+    def spark(self) -> SparkSession:
+        """The Spark session writes run on: the one given, else the active one or a new one.
+
+        Started on first use, so that reading, retention and a flush with nothing kept never
+        start a JVM. Raises ConfigError when its executors cannot reach `storage`.
+        """
+        if self._spark is None:
+            self._spark = _reachable(spark_session(), self.config)
+        return self._spark
 
     @property
     def target(self) -> Target:
@@ -254,6 +274,12 @@ class SyncLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _reachable(spark: SparkSession, config: Config) -> SparkSession:
+    """`spark`, once it is known that its executors reach `storage` (else ConfigError)."""
+    require_reachable(config.storage, spark, "storage")
+    return spark
 
 
 def _redacted(run: Run, policy: PayloadPolicy) -> Run:

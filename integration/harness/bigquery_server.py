@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ServerStartError, ServerUnavailable
-from .processes import free_port, stop_process
+from .processes import PortTaken, free_port, log_tail, lost_port_race, spawn, start_on_free_port, stop_process
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -308,7 +308,8 @@ def _start(
 ) -> tuple[subprocess.Popen[bytes], BigQueryServer]:
     """Start the server on free ports (retrying a lost port race) and wait until it answers."""
     log_file = base_dir / "server.log"
-    for attempt in range(1, _PORT_ATTEMPTS + 1):
+
+    def launch() -> tuple[subprocess.Popen[bytes], BigQueryServer]:
         port, grpc_port = free_port(), free_port()
         server = BigQueryServer(
             endpoint=f"http://{HOST}:{port}",
@@ -325,37 +326,17 @@ def _start(
             "--project", project,
             "--data-dir", str(server.data_dir),
         ]  # fmt: skip
-        env = _server_env(venv)
-        env["GCS_LOCAL_ROOT"] = str(server.gcs_root)
-        with log_file.open("ab") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=base_dir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            _wait_until_ready(proc, server, timeout=timeout)
-        except _PortTaken:
-            stop_process(proc, _STOP_TIMEOUT_S)
-            if attempt < _PORT_ATTEMPTS:
-                continue
-            raise ServerStartError(
-                f"local-bigquery lost the race for a free port {_PORT_ATTEMPTS} times; "
-                f"server log tail:\n{_log_tail(log_file)}"
-            ) from None
-        except BaseException:
-            stop_process(proc, _STOP_TIMEOUT_S)
-            raise
-        return proc, server
-    raise AssertionError("unreachable")
+        env = {**_server_env(venv), "GCS_LOCAL_ROOT": str(server.gcs_root)}
+        return spawn(cmd, cwd=base_dir, env=env, log_path=log_file), server
 
-
-class _PortTaken(Exception):
-    pass
+    return start_on_free_port(
+        launch,
+        lambda proc, server: _wait_until_ready(proc, server, timeout=timeout),
+        lambda proc: stop_process(proc, _STOP_TIMEOUT_S),
+        what="local-bigquery",
+        log_path=log_file,
+        attempts=_PORT_ATTEMPTS,
+    )
 
 
 def _wait_until_ready(proc: subprocess.Popen[bytes], server: BigQueryServer, *, timeout: float) -> None:
@@ -367,9 +348,9 @@ def _wait_until_ready(proc: subprocess.Popen[bytes], server: BigQueryServer, *, 
     while time.monotonic() < deadline:
         code = proc.poll()
         if code is not None:
-            tail = _log_tail(server.log_file)
-            if re.search(r"address already in use|failed to bind|Errno 98", tail, re.IGNORECASE):
-                raise _PortTaken
+            tail = log_tail(server.log_file)
+            if lost_port_race(tail):
+                raise PortTaken
             raise ServerStartError(
                 f"local-bigquery exited with code {code} before answering at {server.endpoint}; "
                 f"server log tail:\n{tail}"
@@ -383,14 +364,14 @@ def _wait_until_ready(proc: subprocess.Popen[bytes], server: BigQueryServer, *, 
             body = error.read().decode("utf-8", "replace")[:1000]
             raise ServerStartError(
                 f"local-bigquery answered GET {url} with HTTP {error.code}: {body}; "
-                f"server log tail:\n{_log_tail(server.log_file)}"
+                f"server log tail:\n{log_tail(server.log_file)}"
             ) from None
         except (urllib.error.URLError, OSError) as error:
             last = str(getattr(error, "reason", error))
         time.sleep(0.1)
     raise ServerStartError(
         f"local-bigquery did not answer at {server.endpoint} within {timeout:.0f}s "
-        f"(last: {last}); server log tail:\n{_log_tail(server.log_file)}"
+        f"(last: {last}); server log tail:\n{log_tail(server.log_file)}"
     )
 
 
@@ -507,14 +488,6 @@ def _exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _log_tail(log_file: Path) -> str:
-    try:
-        text = log_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no server log)"
-    return _tail_text(text) or "(server log is empty)"
 
 
 def _tail_text(text: str) -> str:

@@ -25,7 +25,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ServerStartError, ServerUnavailable
-from .processes import free_port, stop_process
+from .processes import PortTaken, free_port, log_tail, lost_port_race, spawn, start_on_free_port, stop_process
 from .spark_catalogs import unity_catalog_confs
 
 __all__ = [
@@ -60,7 +59,6 @@ APP = Path(__file__).resolve().with_name("databricks_sql_app.py")
 _TOKEN = "dapi-synclog-local-stand-in"
 _STOP_TIMEOUT_S = 20.0
 _PORT_ATTEMPTS = 3
-_LOG_TAIL_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -108,7 +106,7 @@ class DatabricksSqlServer:
         return kwargs
 
     def log_tail(self) -> str:
-        return _log_tail(self.log_path)
+        return log_tail(self.log_path)
 
 
 def require_server() -> None:
@@ -163,7 +161,8 @@ def _start(
     """Start the app on a free port (retrying a lost port race) and wait until it answers."""
     log_path = base_dir / "server.log"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable}
-    for attempt in range(1, _PORT_ATTEMPTS + 1):
+
+    def launch() -> tuple[subprocess.Popen[bytes], DatabricksSqlServer]:
         port = free_port(HOST)
         server = DatabricksSqlServer(
             host=HOST,
@@ -179,35 +178,16 @@ def _start(
         ]  # fmt: skip
         cmd += [arg for name in catalogs for arg in ("--catalog", name)]
         cmd += [arg for key, value in confs.items() for arg in ("--conf", f"{key}={value}")]
-        with log_path.open("ab") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=base_dir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            _wait_until_ready(proc, server, timeout=timeout)
-        except _PortTaken:
-            _stop(proc)
-            if attempt < _PORT_ATTEMPTS:
-                continue
-            raise ServerStartError(
-                f"the Databricks SQL stand-in lost the race for a free port {_PORT_ATTEMPTS} times:\n"
-                f"{_log_tail(log_path)}"
-            ) from None
-        except BaseException:
-            _stop(proc)
-            raise
-        return proc, server
-    raise AssertionError("unreachable")
+        return spawn(cmd, cwd=base_dir, env=env, log_path=log_path), server
 
-
-class _PortTaken(Exception):
-    pass
+    return start_on_free_port(
+        launch,
+        lambda proc, server: _wait_until_ready(proc, server, timeout=timeout),
+        _stop,
+        what="the Databricks SQL stand-in",
+        log_path=log_path,
+        attempts=_PORT_ATTEMPTS,
+    )
 
 
 def _wait_until_ready(proc: subprocess.Popen[bytes], server: DatabricksSqlServer, *, timeout: float) -> None:
@@ -217,9 +197,9 @@ def _wait_until_ready(proc: subprocess.Popen[bytes], server: DatabricksSqlServer
     while time.monotonic() < deadline:
         code = proc.poll()
         if code is not None:
-            tail = _log_tail(server.log_path)
-            if re.search(r"address already in use|Errno 98", tail, re.IGNORECASE):
-                raise _PortTaken
+            tail = log_tail(server.log_path)
+            if lost_port_race(tail):
+                raise PortTaken
             raise ServerStartError(f"the Databricks SQL stand-in exited with code {code}:\n{tail}")
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
@@ -231,7 +211,7 @@ def _wait_until_ready(proc: subprocess.Popen[bytes], server: DatabricksSqlServer
         time.sleep(0.2)
     raise ServerStartError(
         f"the Databricks SQL stand-in did not answer at {url} within {timeout:.0f}s (last: {last}):\n"
-        f"{_log_tail(server.log_path)}"
+        f"{log_tail(server.log_path)}"
     )
 
 
@@ -240,13 +220,3 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     stop_process(proc, _STOP_TIMEOUT_S)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # the group is the server's own (start_new_session)
-
-
-def _log_tail(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return "(no server log)"
-    if not text:
-        return "(server log is empty)"
-    return text if len(text) <= _LOG_TAIL_CHARS else "…" + text[-_LOG_TAIL_CHARS:]

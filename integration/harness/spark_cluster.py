@@ -203,6 +203,21 @@ def require_private_tmp() -> str:
     return unshare
 
 
+def require_outside_tmp(spark_home: Path) -> None:
+    """Raise :class:`ServerUnavailable` if the worker needs files its private ``/tmp`` hides:
+    this Python environment, Spark, or synclog's source (a checkout cloned under ``/tmp``)."""
+    synclog_spec = importlib.util.find_spec("synclog")
+    needed = [Path(sys.prefix), spark_home]
+    if synclog_spec is not None and synclog_spec.origin:
+        needed.append(Path(synclog_spec.origin))
+    tmp = Path(tempfile.gettempdir()).resolve()
+    hidden = [str(p) for p in needed if p.resolve().is_relative_to(tmp)]
+    if hidden:
+        raise ServerUnavailable(
+            f"the worker's private {tmp} would hide {', '.join(hidden)}: run from a checkout outside {tmp}"
+        )
+
+
 def require_connect_client() -> None:
     """Raise :class:`ServerUnavailable` unless the Spark Connect client's packages import here.
 
@@ -329,6 +344,7 @@ def spark_standalone(
     home = find_spark_home()
     java_env = _java_env()
     unshare = require_private_tmp()
+    require_outside_tmp(home)
     deadline = time.monotonic() + startup_timeout
     with ExitStack() as stack:
         base_dir = Path(tempfile.mkdtemp(prefix="synclog-spark-"))

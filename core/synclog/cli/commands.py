@@ -1,8 +1,13 @@
-"""The `write`, `cleanup`, `records`, `runs`, `flush` and `plugins` commands."""
+"""The `write`, `cleanup`, `records`, `runs`, `flush`, `plugins` and `serve` commands.
+
+Only `write` (and `flush` with runs kept) start Spark: the others read or delete with the
+target's own SQL.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,10 +17,12 @@ import pyarrow as pa
 
 from synclog.cli.output import OUT_SUFFIXES, format_rows, format_table, write_rows
 from synclog.config import Config
+from synclog.errors import ConfigError
 from synclog.inputs import read_records
 from synclog.layouts.registry import LAYOUTS
 from synclog.model import Run
 from synclog.plugins.manager import registry
+from synclog.spark import LOG_LEVEL_ENV
 from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs
 from synclog.writer import SyncLog
 
@@ -65,6 +72,19 @@ def add_parsers(subs: Any) -> None:
     plugins = subs.add_parser("plugins", help="list installed targets and their capabilities")
     plugins.set_defaults(handler=run_plugins)
 
+    serve = subs.add_parser(
+        "serve", help="browse syncs, runs and records in a read-only web page (needs synclog[serve])"
+    )
+    _target_option(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
+    serve.add_argument(
+        "--auth-token",
+        help="a token every request must carry (default: $SYNCLOG_SERVE_TOKEN); "
+        "required to listen on anything but a loopback address",
+    )
+    serve.set_defaults(handler=run_serve)
+
 
 def _target_option(parser: argparse.ArgumentParser, default_help: str = "") -> None:
     parser.add_argument(
@@ -104,6 +124,13 @@ def _not_negative(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"must be a port number (1-65535), got {text}")
+    return value
+
+
 def _out_file(text: str) -> Path:
     path = Path(text)
     if path.suffix.lower() not in OUT_SUFFIXES:
@@ -119,7 +146,7 @@ def open_log(args: argparse.Namespace, **kwargs: Any) -> SyncLog:
 def run_write(args: argparse.Namespace) -> int:
     """`synclog write`: validate and log one run's record results."""
     run = Run.from_file(args.run)
-    with open_log(args, progress=print) as log:
+    with open_log(args, progress=print, writes=True) as log:
         records = read_records(log.spark, args.records)
         result = log.write(run, records) if args.in_progress else log.write_run(run, records)
     statuses = ", ".join(f"{n:,} {s}" for s, n in sorted(result.statuses.items()))
@@ -147,7 +174,7 @@ def run_flush(args: argparse.Namespace) -> int:
 
 def run_cleanup(args: argparse.Namespace) -> int:
     """`synclog cleanup`: apply retention."""
-    with open_log(args) as log:
+    with open_log(args, read_only=True) as log:
         result = log.cleanup(datetime.now(UTC))
     for table, count in result.deleted.items():
         print(f"{table}: {count:,} expired rows deleted")
@@ -157,7 +184,7 @@ def run_cleanup(args: argparse.Namespace) -> int:
 
 def run_records(args: argparse.Namespace) -> int:
     """`synclog records`: filter, search and page through a sync's logged records."""
-    with open_log(args) as log:
+    with open_log(args, read_only=True) as log:
         searched = log.policy(args.sync).search_terms(args.search) if args.search else ()
         query = RecordQuery(
             sync_id=args.sync,
@@ -174,7 +201,7 @@ def run_records(args: argparse.Namespace) -> int:
 
 def run_runs(args: argparse.Namespace) -> int:
     """`synclog runs`: a sync's runs, newest first, with their records by status."""
-    with open_log(args) as log:
+    with open_log(args, read_only=True) as log:
         table = find_runs(log.target, RunQuery(args.sync, args.limit, args.offset), args.layout)
     _show(table, args.out, "runs")
     return 0
@@ -204,4 +231,38 @@ def run_plugins(args: argparse.Namespace) -> int:
     names = [name for name, _ in types[0].capabilities.as_rows()] if types else []
     rows = [[name, *[dict(t.capabilities.as_rows())[name] for t in types]] for name in names]
     print(format_rows(header, rows))
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """`synclog serve`: the Sync Tracking pages, until interrupted."""
+    try:
+        import uvicorn
+
+        from synclog.serve import TOKEN_ENV, Viewer, create_app, is_loopback
+    except ImportError as exc:
+        raise ConfigError(
+            f"synclog serve needs the serve extra ({exc.name} is missing): pip install 'synclog[serve]'"
+        ) from None
+    token = args.auth_token or os.environ.get(TOKEN_ENV) or None
+    if token is None and not is_loopback(args.host):
+        raise ConfigError(
+            f"--host {args.host} is reachable from other machines: set {TOKEN_ENV} (or --auth-token) "
+            "so that only people with the token see the logs"
+        )
+    viewer = Viewer.open(args.target, Config.load(args.config))
+    with viewer.target():  # connect now: a wrong URL or password shows at once
+        pass
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"synclog serve: {viewer.url} on http://{shown}:{args.port}/ (Ctrl-C stops)", flush=True)
+    try:
+        uvicorn.run(
+            create_app(viewer, token),
+            host=args.host,
+            port=args.port,
+            log_level="info" if os.environ.get(LOG_LEVEL_ENV) else "warning",
+            access_log=bool(os.environ.get(LOG_LEVEL_ENV)),
+        )
+    finally:
+        viewer.close()
     return 0

@@ -53,7 +53,7 @@ def run_demo(args: argparse.Namespace) -> int:
         raise SystemExit(f"synclog: error: --scale must be in (0, 100], got {args.scale}")
     now = datetime.now(UTC).replace(microsecond=0)
     runs = history(now, args.scale)
-    with SyncLog.open(args.target, Config.load(args.config)) as log:
+    with SyncLog.open(args.target, Config.load(args.config), writes=True) as log:
         log.config = demo_config(log.config, log.connector.capabilities.layouts)
         print(f"writing {len(runs)} runs of {len(SYNCS)} syncs over the last 10 days into {log.url}")
         total = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -38,17 +39,23 @@ def _cell(value: object, max_width: int) -> str:
 
 def write_rows(table: pa.Table, path: Path) -> None:
     """Write `table` to `path` as CSV, JSON lines or Parquet, by the file's suffix."""
-    suffix = path.suffix.lower()
+    path.write_bytes(encode_rows(table, path.suffix))
+
+
+def encode_rows(table: pa.Table, suffix: str) -> bytes:
+    """`table` as the bytes of a CSV, JSON lines or Parquet file (`suffix`: .csv, .jsonl, .parquet)."""
+    suffix = suffix.lower()
+    buffer = io.BytesIO()
     if suffix == ".parquet":
-        pq.write_table(table, path)
+        pq.write_table(table, buffer)
     elif suffix == ".csv":
-        pa_csv.write_csv(table, path)
+        pa_csv.write_csv(table, buffer)
     elif suffix == ".jsonl":
-        with path.open("w", encoding="utf-8") as handle:
-            for row in table.to_pylist():
-                handle.write(json.dumps(row, default=_iso, ensure_ascii=False) + "\n")
+        for row in table.to_pylist():
+            buffer.write((json.dumps(row, default=_iso, ensure_ascii=False) + "\n").encode("utf-8"))
     else:
-        raise ValueError(f"{path}: expected one of {', '.join(OUT_SUFFIXES)}")
+        raise ValueError(f"{suffix}: expected one of {', '.join(OUT_SUFFIXES)}")
+    return buffer.getvalue()
 
 
 def _iso(value: object) -> str:

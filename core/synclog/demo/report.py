@@ -1,4 +1,8 @@
-"""Answer the seeds' questions on what the demo wrote: SQL per layout, as the seeds write it."""
+"""Answer the seeds' questions on what the demo wrote: SQL per layout, as the seeds write it.
+
+Counts are COUNTs, never SUMs of 0 and 1: a SUM's type differs between warehouses (fakesnow,
+Snowflake on DuckDB, answers it as a float), a COUNT is an integer on every one.
+"""
 
 from __future__ import annotations
 
@@ -106,12 +110,12 @@ def audience_moves(target: Target) -> pa.Table:
     changelog, runs = target.relation(CHANGELOG).render(), target.relation(RUNS).render()
     counted = {"added": "entered", "changed": "changed", "removed": "left_"}
     sums = ", ".join(
-        f"SUM(CASE WHEN c.op_type = '{op}' THEN 1 ELSE 0 END) AS {name}" for op, name in counted.items()
+        f"COUNT(CASE WHEN c.op_type = '{op}' THEN 1 END) AS {name}" for op, name in counted.items()
     )
     moves = target.query(
         f"SELECT r.model_name AS audience, r.sync_run_id, r.status AS run_status, {sums}, "
-        "SUM(CASE WHEN c.status = 'failed' THEN 1 ELSE 0 END) AS failed, "
-        "SUM(CASE WHEN c.status = 'aborted' THEN 1 ELSE 0 END) AS aborted "
+        "COUNT(CASE WHEN c.status = 'failed' THEN 1 END) AS failed, "
+        "COUNT(CASE WHEN c.status = 'aborted' THEN 1 END) AS aborted "
         f"FROM {changelog} c JOIN {runs} r ON c.sync_run_id = r.sync_run_id "
         "GROUP BY r.model_name, r.sync_run_id, r.status, r.started_at ORDER BY r.model_name, r.started_at"
     )
@@ -124,8 +128,8 @@ def current_members(target: Target) -> pa.Table:
     return target.query(
         "WITH models AS (SELECT DISTINCT sync_id, model_name FROM "
         f"{runs}) SELECT m.model_name AS audience, "
-        "SUM(CASE WHEN s.status <> 'failed' THEN 1 ELSE 0 END) AS current_rows, "
-        "SUM(CASE WHEN s.status = 'failed' THEN 1 ELSE 0 END) AS failed_rows "
+        "COUNT(CASE WHEN s.status <> 'failed' THEN 1 END) AS current_rows, "
+        "COUNT(CASE WHEN s.status = 'failed' THEN 1 END) AS failed_rows "
         f"FROM {snapshot} s JOIN models m ON s.sync_id = m.sync_id "
         "GROUP BY m.model_name ORDER BY m.model_name"
     )

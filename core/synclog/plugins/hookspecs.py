@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from synclog.targets.base import TargetType
 
 PROJECT = "synclog"
+PLUGIN_API_VERSION = 1
+"""The version of the plugin API (`synclog.plugin_api`): raised when a change breaks plugins."""
+API_ATTRIBUTE = "SYNCLOG_PLUGIN_API"
+"""The attribute of a plugin's entry-point module that says which plugin API it is built for."""
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 

@@ -10,6 +10,7 @@ from synclog.errors import ConfigError
 from synclog.plugins import hookspecs
 from synclog.privacy import HookCall
 from synclog.targets.base import Target, TargetSettings, TargetType
+from synclog.targets.contract import check_target_class
 from synclog.urls import TargetURL
 
 
@@ -29,6 +30,9 @@ class TargetRegistry:
             owner = self._by_scheme().get(scheme)
             if owner is not None:
                 raise ConfigError(f"plugins {owner.name!r} and {target_type.name!r} both claim {scheme}://")
+        opener = target_type.opener
+        if isinstance(opener, type) and issubclass(opener, Target):
+            check_target_class(target_type.name, opener, target_type.capabilities)
         self._types[target_type.name] = target_type
 
     def types(self) -> list[TargetType]:
@@ -59,8 +63,27 @@ def plugin_manager() -> pluggy.PluginManager:
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     manager.load_setuptools_entrypoints(hookspecs.PROJECT)
+    for plugin, dist in manager.list_plugin_distinfo():
+        check_api_version(plugin, f"{dist.project_name} {dist.version}")
     manager.check_pending()
     return manager
+
+
+def check_api_version(plugin: object, where: str) -> None:
+    """Refuse a plugin module built for another plugin API, or that does not say which."""
+    name = getattr(plugin, "__name__", repr(plugin))
+    declared = getattr(plugin, hookspecs.API_ATTRIBUTE, None)
+    wanted = hookspecs.PLUGIN_API_VERSION
+    if declared is None:
+        raise ConfigError(
+            f"plugin {name} ({where}) does not declare the plugin API it is built for "
+            f"({hookspecs.API_ATTRIBUTE} = {wanted}); it may predate this synclog"
+        )
+    if declared != wanted:
+        raise ConfigError(
+            f"plugin {name} ({where}) is built for synclog plugin API {declared}, "
+            f"this synclog has {wanted}: install a release of it built for {wanted}"
+        )
 
 
 @cache

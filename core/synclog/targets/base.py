@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -14,12 +15,12 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from synclog.capabilities import Capabilities
-from synclog.errors import TargetError
+from synclog.errors import ConfigError, TargetError
 from synclog.naming import Relation, check_name
 from synclog.storage.location import Location
 from synclog.targets.rows import Rows
 from synclog.targets.tables import TableSpec
-from synclog.urls import TargetURL
+from synclog.urls import MEMORY, TargetURL
 
 DEFAULT_STORAGE = ".synclog"
 """Where the run store, the spool and load staging live unless `storage` says otherwise."""
@@ -41,6 +42,9 @@ class TargetSettings:
     """Anything else the plugin documents."""
     storage: Location = field(default_factory=default_storage)
     """Where load staging and read-backs put their files (`storage` in synclog.toml)."""
+    read_only: bool = False
+    """The command only reads (`records`, `runs`, `cleanup`): a file-backed target whose file is
+    missing is refused by the core before it is opened, so no empty database file appears."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,9 @@ class Target(ABC):
         for part, what in ((schema, "schema"), (database, "database")):
             if part is not None:
                 check_name(part, what=what, max_length=caps.max_identifier_length)
-        return Relation(schema=schema, name=name or table.name, database=database, casefold=caps.casefold)
+        if name is None:  # without views, a table readers know by its view's name is stored under it
+            name = table.view if table.view and not caps.views else table.name
+        return Relation(schema=schema, name=name, database=database, casefold=caps.casefold)
 
     def table_spec(self, table: TableSpec) -> TableSpec:
         """`table` as this target stores it, with the columns it cannot carry left out."""
@@ -150,7 +156,25 @@ class TargetType:
     opener: Callable[[TargetURL, TargetSettings], Target]
     """Opens a target; plugins import their warehouse driver here, not at registration."""
     example_url: str = ""
+    file_url: bool = False
+    """The URL names a database file (`scheme:///relative/path`, `scheme:////absolute/path`): the
+    core parses it (`TargetURL.file_path`) and refuses a missing file to read-only commands."""
+
+    def check(self, url: TargetURL, settings: TargetSettings) -> None:
+        """What the core checks before opening: a file URL's form, and a read-only command's file."""
+        if not self.file_url:
+            return
+        path = url.file_path()
+        if settings.read_only and path != MEMORY and not Path(path).exists():
+            raise ConfigError(f"{url}: there is no database file {path} (nothing has been logged there yet)")
 
     def open(self, url: TargetURL, settings: TargetSettings | None = None) -> Target:
-        """Open a connection to the target at `url`."""
-        return self.opener(url, settings or TargetSettings())
+        """Open a connection to the target at `url`; refuse a target class that lacks a method
+        its layouts call (checked here when the opener imports the class lazily)."""
+        from synclog.targets.contract import check_target_class
+
+        settings = settings or TargetSettings()
+        self.check(url, settings)
+        target = self.opener(url, settings)
+        check_target_class(self.name, type(target), target.capabilities)  # its own, e.g. Delta or not
+        return target

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 
 from synclog.capabilities import Capabilities, Casefold
-from synclog.errors import ConfigError, TargetError, outages
+from synclog.errors import TargetError, outages
 from synclog.naming import Relation
 from synclog.plugins.hookspecs import hookimpl
 from synclog.storage.manifest import Manifest
@@ -27,6 +27,9 @@ CAPABILITIES = Capabilities(
     max_identifier_length=255,
     transactions=True,
 )
+
+SYNCLOG_PLUGIN_API = 1
+"""The plugin API this built-in target is written against (see `synclog.plugin_api`)."""
 
 _FILES = "_synclog_files"
 _OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
@@ -126,15 +129,7 @@ def _cast(column: str, type_: ColumnType) -> str:
 
 def database_path(url: TargetURL) -> str:
     """The file a `duckdb:///relative.duckdb` or `duckdb:////absolute.duckdb` URL names."""
-    if url.host:
-        raise ConfigError(
-            f"{url}: a DuckDB URL has no host; use duckdb:///relative.duckdb "
-            "or duckdb:////absolute/path.duckdb"
-        )
-    path = url.path[1:] if url.path.startswith("/") else url.path
-    if not path:
-        raise ConfigError(f"{url}: name a database file, e.g. duckdb:///synclog.duckdb")
-    return path
+    return url.file_path()
 
 
 TARGET_TYPE = TargetType(
@@ -144,6 +139,7 @@ TARGET_TYPE = TargetType(
     summary="Embedded DuckDB file (the default); JSON payloads",
     opener=DuckDBTarget,
     example_url="duckdb:///synclog.duckdb",
+    file_url=True,
 )
 
 

@@ -240,6 +240,9 @@ def _storage_errors(location: Location) -> Iterator[None]:
         raise TargetError(f"lake {location.uri()}: an executor failed: {lines[-1].strip()}") from None
 
 
+SYNCLOG_PLUGIN_API = 1
+"""The plugin API this built-in target is written against (see `synclog.plugin_api`)."""
+
 TARGET_TYPE = TargetType(
     name="lake",
     schemes=("lake", "lake+s3"),

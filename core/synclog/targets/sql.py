@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from synclog.capabilities import Staging
+from synclog.capabilities import Schemas, Staging
 from synclog.errors import ConfigError
 from synclog.naming import Relation
 from synclog.storage.files import published, read_frame, remove
@@ -99,12 +99,44 @@ class SqlTarget(Target):
         return f"CREATE SCHEMA IF NOT EXISTS {relation.schema_relation()}"
 
     def view_sql(self, view: Relation, relation: Relation, table: TableSpec) -> str:
-        """The public view over a framework table."""
+        """The public view over a framework table: CREATE OR REPLACE VIEW, or CREATE VIEW where
+        there is no OR REPLACE (`capabilities.replace_view`; the core drops the old view first).
+
+        Where schemas are attached databases (`Schemas.ATTACHED`) the view's body names its table
+        without the schema: an attached database resolves a view's names in its own file.
+        """
         columns = ", ".join(self.quote(c) for c in table.column_names())
-        return f"CREATE OR REPLACE VIEW {view.render()} AS SELECT {columns} FROM {relation.render()}"
+        source = (
+            relation.render() if self.capabilities.schemas is Schemas.CREATE else self.quote(relation.name)
+        )
+        create = "CREATE OR REPLACE VIEW" if self.capabilities.replace_view else "CREATE VIEW"
+        return f"{create} {view.render()} AS SELECT {columns} FROM {source}"
+
+    def ensure_view(self, view: Relation, relation: Relation, table: TableSpec) -> None:
+        """Create or replace the public view over a framework table."""
+        if self.capabilities.replace_view:
+            self.execute(self.view_sql(view, relation, table))
+            return
+        with self.transaction():
+            self.execute(f"DROP VIEW IF EXISTS {view.render()}")
+            self.execute(self.view_sql(view, relation, table))
+
+    def ensure_schema(self, relation: Relation) -> None:
+        """Make the schema `relation` lives in exist: CREATE SCHEMA IF NOT EXISTS (`Schemas.CREATE`).
+
+        A target whose warehouse has no CREATE SCHEMA (`Schemas.ATTACHED`) overrides this to make
+        the schema reachable its own way (SQLite attaches a database file under the schema's name).
+        """
+        if self.capabilities.schemas is not Schemas.CREATE:
+            raise NotImplementedError(f"{type(self).__name__} declares schemas={self.capabilities.schemas}")
+        self.execute(self.create_schema_sql(relation))
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
-        """The relation's column names in order, or None when it does not exist."""
+        """The relation's column names in order, or None when it does not exist.
+
+        The table introspection hook: this default reads `information_schema.columns`; a
+        warehouse without it overrides this (SQLite: `PRAGMA table_info`).
+        """
         rows = self.fetch(
             "SELECT column_name FROM information_schema.columns "
             f"WHERE table_schema = {self.placeholder} AND table_name = {self.placeholder} "
@@ -117,7 +149,7 @@ class SqlTarget(Target):
         for given in tables:
             table = self.table_spec(given)
             relation = self.relation(table)
-            self.execute(self.create_schema_sql(relation))
+            self.ensure_schema(relation)
             versions = self._ensure_versions_table(relation)
             existing = self.existing_columns(relation)
             if existing is None:
@@ -131,8 +163,7 @@ class SqlTarget(Target):
                 if missing:
                     self._record_version(versions, table, missing)
             if table.view and self.capabilities.views:
-                view = self.relation(table, table.view)
-                self.execute(self.view_sql(view, relation, table))
+                self.ensure_view(self.relation(table, table.view), relation, table)
 
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
@@ -333,6 +364,8 @@ class SqlTarget(Target):
 
     def _read_column(self, column: Column, present: bool) -> str:
         source = self.quote(column.name) if present else "NULL"
+        if present and not self.capabilities.read_casts:
+            return source  # the export casts the Arrow result to the table's types
         if column.type is ColumnType.JSON:
             value = self.json_text_sql(source)
         else:

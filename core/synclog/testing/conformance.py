@@ -1,11 +1,14 @@
 """The conformance suite every target passes: subclass it once per target (dbt-style).
 
+@pytest.fixture
+def synclog_target_url(tmp_path):
+    yield "mywarehouse://…"   # a fresh, empty database per test
+
 class TestMyWarehouse(TargetConformance):
     seed_names = {"CENSUS.CENSUS.SYNC_LOG": "census.sync_log", ...}
 
-    @pytest.fixture
-    def target_url(self) -> Iterator[str]:
-        yield "mywarehouse://…"   # a fresh, empty database per test
+`synclog_target_url` is the fixture of synclog's pytest plugin (`synclog[testing]`, see
+`synclog.testing.pytest_plugin`); a subclass may instead override `target_url` itself.
 
 Tests of a layout the target does not hold skip. The record-level tests count through
 `count`, a SQL `WHERE` over the census `sync_log` columns; a target without the census layout
@@ -20,7 +23,7 @@ import os
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -56,7 +59,7 @@ from synclog.testing.factories import (
 )
 from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
 from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
-from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs
+from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs, find_syncs
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 
@@ -80,6 +83,23 @@ class Outage:
 
     url: str
     up: Callable[[], AbstractContextManager[None]]
+    goes_down_again: bool = False
+    """Whether leaving `up` cuts the connections made meanwhile (a forwarder), so the target can
+    also fail in the middle of a run."""
+
+
+def file_outage(folder: Path, scheme: str, filename: str) -> Outage:
+    """A file database whose folder cannot be made while a file stands where it goes; `up`
+    removes that file."""
+    blocker = folder / "warehouse"
+    blocker.write_text("")
+
+    @contextmanager
+    def up() -> Iterator[None]:
+        blocker.unlink()
+        yield
+
+    return Outage(f"{scheme}:///{blocker / filename}", up)
 
 
 FAILURE = "synclog-conformance-failure"
@@ -129,8 +149,9 @@ class TargetConformance:
     }
     """How the seed queries' Snowflake names are spelt on this target."""
     expected_sync_log: ClassVar[str] = "census.sync_log"
-    qualify: ClassVar[bool] = True
-    """Whether the warehouse has QUALIFY, which seed 002's third query uses (Postgres has not)."""
+    qualify: ClassVar[bool | None] = None
+    """Whether the warehouse has QUALIFY, which seed 002's third query uses; None: as the
+    target's `capabilities.qualify` says."""
     settings: ClassVar[TargetSettings] = TargetSettings()
     partition_columns: ClassVar[tuple[str, ...]] = ()
     """Columns the target's storage puts after a table's own (Spark's Parquet partition columns);
@@ -138,8 +159,9 @@ class TargetConformance:
     hightouch_config: ClassVar[Config] = Config(defaults=SyncSettings(layouts=("hightouch",)))
 
     @pytest.fixture
-    def target_url(self) -> Iterator[str]:
-        raise NotImplementedError("a conformance subclass provides a fresh target URL")
+    def target_url(self, request: pytest.FixtureRequest) -> Iterator[str]:
+        """A fresh, empty target per test: the `synclog_target_url` fixture (synclog's pytest plugin)."""
+        yield request.getfixturevalue("synclog_target_url")
 
     @pytest.fixture(scope="session")
     @classmethod
@@ -311,6 +333,41 @@ class TargetConformance:
                 assert self.count(log.target) == 40
             assert not log.store.has(run)
 
+    def test_the_first_write_after_an_outage_loads_what_waited(
+        self, outage: Outage, storage: Location, spark: SparkSession
+    ) -> None:
+        """A target down when the sync starts fails no write; the first write once it is back loads
+        the batch that waited along with its own, without a `flush`."""
+        run = make_run()
+        rows = record_rows(run, count=20, batches=2)
+        config = Config(targets={"down": TargetConfig(outage.url, settings=self.settings)}, storage=storage)
+        with SyncLog.open("down", config, spark) as log:
+            assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending
+            with outage.up():
+                assert not log.write(run, make_records(spark, [r for r in rows if r[5] == 1])).pending
+                log.finish(run)
+                assert self.count(log.target) == 20
+            assert not log.store.has(run)
+
+    def test_a_connection_lost_mid_run_waits_for_flush(
+        self, outage: Outage, storage: Location, spark: SparkSession
+    ) -> None:
+        """The target goes away after the first batch: the next one waits, `flush` loads it once."""
+        if not outage.goes_down_again:
+            pytest.skip("this target's outage cannot start in the middle of a run")
+        run = make_run()
+        batches = [[r for r in record_rows(run, count=20, batches=2) if r[5] == b] for b in (0, 1)]
+        config = Config(targets={"down": TargetConfig(outage.url, settings=self.settings)}, storage=storage)
+        with outage.up():
+            log = SyncLog.open("down", config, spark)
+            assert not log.write(run, make_records(spark, batches[0])).pending
+        with log:
+            assert log.write_run(run, make_records(spark, batches[1])).pending
+            with outage.up():
+                assert log.flush() == []
+                assert self.count(log.target) == 20
+            assert not log.store.has(run)
+
     # -- retention -----------------------------------------------------------------------------
 
     def test_retention_counts_from_the_batch_time(self, target: Target, spark: SparkSession) -> None:
@@ -476,7 +533,8 @@ class TargetConformance:
             *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
             ("d", "Audience 77", "removed"),
         }
-        if self.qualify:  # seed 002's third query uses QUALIFY, which not every warehouse has
+        qualify = target.capabilities.qualify if self.qualify is None else self.qualify
+        if qualify:  # seed 002's third query uses QUALIFY, which not every warehouse has
             current = self.rows_sql(target, self.seed(SEED_002_CURRENT))
             assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abce"]
 
@@ -665,6 +723,12 @@ class TargetConformance:
             assert (older[0]["invalid"], older[0]["aborted"]) == (3, 2), name
             assert older[0]["started_at"] == first.started_at, name
             assert find_runs(target, RunQuery(99), name).num_rows == 0
+
+            syncs = find_syncs(target, name)
+            assert syncs.schema == tracking.SYNCS
+            listed = [(r["sync_id"], r["runs"], r["records"]) for r in syncs.to_pylist()]
+            assert listed == [(1234, 2, 50)], name
+            assert syncs.column("last_started_at").to_pylist() == [second.started_at], name
 
 
 def json_email(payload: str) -> str:

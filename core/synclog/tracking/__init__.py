@@ -1,9 +1,9 @@
 """Sync Tracking: a sync's logged records and its runs, read back from whichever layout holds them.
 
-`find_records` and `find_runs` answer with Arrow tables of fixed columns (`RECORDS`, `RUNS`),
-a page at a time (limit, offset), whatever the layout. Statuses are mapped to one vocabulary
-(`Tracked`: succeeded, rejected, invalid, aborted; `failed` filters rejected and invalid); each
-layout module says how its own statuses map.
+`find_records`, `find_runs` and `find_syncs` answer with Arrow tables of fixed columns
+(`RECORDS`, `RUNS`, `SYNCS`), a page at a time (limit, offset), whatever the layout. Statuses
+are mapped to one vocabulary (`Tracked`: succeeded, rejected, invalid, aborted; `failed` filters
+rejected and invalid); each layout module says how its own statuses map.
 """
 
 from __future__ import annotations
@@ -18,11 +18,23 @@ from synclog.targets.base import Target
 from synclog.targets.lake import LakeTarget
 from synclog.targets.sql import SqlTarget
 from synclog.targets.tables import TableSpec
-from synclog.tracking.base import RECORDS, RUNS, LayoutTracking, RecordQuery, RunQuery, Tracked
+from synclog.tracking.base import RECORDS, RUNS, SYNCS, LayoutTracking, RecordQuery, RunQuery, Tracked
 from synclog.tracking.lake import LakeTracking
 from synclog.tracking.warehouse import CensusTracking, HightouchTracking
 
-__all__ = ["RECORDS", "RUNS", "RecordQuery", "RunQuery", "Tracked", "find_records", "find_runs", "tracking"]
+__all__ = [
+    "RECORDS",
+    "RUNS",
+    "SYNCS",
+    "RecordQuery",
+    "RunQuery",
+    "Tracked",
+    "find_records",
+    "find_runs",
+    "find_syncs",
+    "held_layouts",
+    "tracking",
+]
 
 _TRACKED: dict[str, TableSpec] = {"census": SYNC_LOG, "hightouch": CHANGELOG, "lake": LAKE_RECORDS}
 """The table each layout keeps its records in."""
@@ -36,6 +48,16 @@ def find_records(target: Target, query: RecordQuery, layout: str | None = None) 
 def find_runs(target: Target, query: RunQuery, layout: str | None = None) -> pa.Table:
     """The sync's runs (`RUNS` columns), newest first."""
     return tracking(target, layout).runs(query)
+
+
+def find_syncs(target: Target, layout: str | None = None, limit: int = 1000) -> pa.Table:
+    """Every sync the layout holds (`SYNCS` columns), the one run last first."""
+    return tracking(target, layout).syncs(limit)
+
+
+def held_layouts(target: Target) -> list[str]:
+    """The layouts whose records `target` holds, in the target's order."""
+    return [name for name in target.capabilities.layouts if target.existing_tables([_TRACKED[name]])]
 
 
 def tracking(target: Target, layout: str | None = None) -> LayoutTracking:

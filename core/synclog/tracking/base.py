@@ -51,6 +51,16 @@ RUNS = pa.schema(
 )
 """The columns of `find_runs`: one row per run, newest first, records counted by status."""
 
+SYNCS = pa.schema(
+    [
+        ("sync_id", pa.int64()),
+        ("runs", pa.int64()),
+        ("records", pa.int64()),
+        ("last_started_at", _TIME),
+    ]
+)
+"""The columns of `find_syncs`: one row per sync the layout holds, the latest run first."""
+
 
 class Tracked(StrEnum):
     """A record's state in Sync Tracking, whatever layout it is read from."""
@@ -121,6 +131,10 @@ class LayoutTracking(ABC):
     def runs(self, query: RunQuery) -> pa.Table:
         """The sync's runs, newest first."""
 
+    @abstractmethod
+    def syncs(self, limit: int = 1000) -> pa.Table:
+        """Every sync the layout holds (`SYNCS`), the one run last first."""
+
     def records(self, query: RecordQuery) -> pa.Table:
         """The matching records, newest batch first."""
         source = self.source(query.sync_id, query.sync_run_id)
@@ -164,6 +178,15 @@ def counts() -> str:
         "aborted": n(Tracked.ABORTED),
     }
     return ", ".join(f"{sql} AS {name}" for name, sql in named.items())
+
+
+def syncs_sql(runs: str, limit: int) -> str:
+    """The `SYNCS` rows of `runs`, a SELECT of one row per run with `sync_id, sync_run_id,
+    records, started_at`: a sync's last run is the one that started last."""
+    return (
+        "SELECT sync_id, COUNT(*) AS runs, SUM(records) AS records, MAX(started_at) AS last_started_at "
+        f"FROM ({runs}) r GROUP BY sync_id ORDER BY last_started_at DESC, sync_id{page(limit, 0)}"
+    )
 
 
 def literal(text: str) -> str:

@@ -18,6 +18,7 @@ from synclog.layouts.lake import ABORTED_MESSAGE
 from synclog.targets.lake import LakeTarget
 from synclog.tracking.base import (
     RUNS,
+    SYNCS,
     LayoutTracking,
     RunQuery,
     Source,
@@ -26,6 +27,7 @@ from synclog.tracking.base import (
     counts,
     literal,
     page,
+    syncs_sql,
 )
 
 _PATH = r"'/(\d+)/(\d+)/[a-z_]+\.(\d+)\.parquet$'"
@@ -56,13 +58,16 @@ class LakeTracking(LayoutTracking):
         super().__init__(target)
         self.lake = target
 
-    def _glob(self, sync_id: int, run: str, name: str) -> str | None:
-        """The lake URI matching `name` in the sync's runs, or None when no file matches."""
-        pattern = self.lake.uri(f"sync_tracking_datasets/*/{int(sync_id)}/{run}/{name}")
+    def _glob(self, sync_id: int | None, run: str, name: str) -> str | None:
+        """The lake URI matching `name` in the sync's runs (every sync's, for None), or None when
+        no file matches."""
+        sync = "*" if sync_id is None else str(int(sync_id))
+        pattern = self.lake.uri(f"sync_tracking_datasets/*/{sync}/{run}/{name}")
         found = self.lake.query("SELECT COUNT(*) FROM glob(?)", [pattern]).column(0)[0].as_py()
         return pattern if found else None
 
-    def source(self, sync_id: int, sync_run_id: int | None = None) -> Source | None:
+    def source(self, sync_id: int | None, sync_run_id: int | None = None) -> Source | None:
+        """The records of one sync (of one run, if given), or of every sync when `sync_id` is None."""
         files = self._glob(sync_id, "*" if sync_run_id is None else str(int(sync_run_id)), "*.parquet")
         if files is None:
             return None
@@ -115,6 +120,16 @@ class LakeTracking(LayoutTracking):
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
         return conform(self.lake.query(sql, params), RUNS)
+
+    def syncs(self, limit: int = 1000) -> pa.Table:
+        source = self.source(None)
+        if source is None:
+            return SYNCS.empty_table()
+        runs = (
+            "SELECT sync_id, sync_run_id, COUNT(*) AS records, MIN(batch_started_at) AS started_at "
+            f"FROM ({source.sql}) t GROUP BY sync_id, sync_run_id"
+        )
+        return conform(self.lake.query(syncs_sql(runs, limit), source.params), SYNCS)
 
 
 def _nothing(columns: dict[str, str]) -> str:

@@ -25,6 +25,7 @@ from synclog.targets.sql import SqlTarget
 from synclog.targets.tables import ColumnType
 from synclog.tracking.base import (
     RUNS,
+    SYNCS,
     LayoutTracking,
     RunQuery,
     Source,
@@ -33,6 +34,7 @@ from synclog.tracking.base import (
     counts,
     literal,
     page,
+    syncs_sql,
 )
 
 
@@ -72,6 +74,14 @@ class CensusTracking(LayoutTracking):
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
         return conform(self.target.query(sql, source.params), RUNS)
+
+    def syncs(self, limit: int = 1000) -> pa.Table:
+        view = self.sql_target.relation(SYNC_LOG, SYNC_LOG.view).render()
+        runs = (
+            "SELECT sync_id, sync_run_id, COUNT(*) AS records, MIN(batch_started_at) AS started_at "
+            f"FROM {view} GROUP BY sync_id, sync_run_id"
+        )
+        return conform(self.target.query(syncs_sql(runs, limit)), SYNCS)
 
 
 class HightouchTracking(LayoutTracking):
@@ -120,3 +130,12 @@ class HightouchTracking(LayoutTracking):
             f"ORDER BY r.started_at DESC, r.sync_run_id DESC{page(query.limit, query.offset)}"
         )
         return conform(self.target.query(sql, [*source.params, query.sync_id]), RUNS)
+
+    def syncs(self, limit: int = 1000) -> pa.Table:
+        planned = " + ".join(f"num_planned_{op}" for op in ("add", "change", "remove"))
+        sql = (
+            f"SELECT sync_id, COUNT(*) AS runs, SUM({planned}) AS records, "
+            f"MAX(started_at) AS last_started_at FROM {self.sql_target.relation(SYNC_RUNS).render()} "
+            f"GROUP BY sync_id ORDER BY last_started_at DESC, sync_id{page(limit, 0)}"
+        )
+        return conform(self.target.query(sql), SYNCS)

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from synclog.capabilities import Capabilities, Casefold, Staging
-from synclog.plugins.hookspecs import hookimpl
-from synclog.targets.base import Target, TargetSettings, TargetType
-from synclog.urls import TargetURL
+from synclog.plugin_api import (
+    Capabilities,
+    Casefold,
+    Staging,
+    Target,
+    TargetSettings,
+    TargetType,
+    TargetURL,
+    hookimpl,
+)
 
 CAPABILITIES = Capabilities(
     json_type="JSON",
@@ -18,6 +24,10 @@ CAPABILITIES = Capabilities(
     partition_expiry=True,
     staging=Staging.FILES,
 )
+
+
+SYNCLOG_PLUGIN_API = 1
+"""The plugin API this plugin is built for (`synclog.plugin_api.PLUGIN_API_VERSION`)."""
 
 
 def open_target(url: TargetURL, settings: TargetSettings) -> Target:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from synclog.plugins.hookspecs import hookimpl
-from synclog.targets.base import Target, TargetSettings, TargetType
-from synclog.urls import TargetURL
+from synclog.plugin_api import Target, TargetSettings, TargetType, TargetURL, hookimpl
 from synclog_redshift.capabilities import CAPABILITIES
+
+SYNCLOG_PLUGIN_API = 1
+"""The plugin API this plugin is built for (`synclog.plugin_api.PLUGIN_API_VERSION`)."""
 
 
 def _open(url: TargetURL, settings: TargetSettings) -> Target:

@@ -1,0 +1,68 @@
+"""The public plugin API: everything a target plugin imports, from one module.
+
+A plugin is built against one version of this API and says so in its entry-point module::
+
+    from synclog import plugin_api as api
+
+    SYNCLOG_PLUGIN_API = 1  # == api.PLUGIN_API_VERSION when the plugin was written
+
+The core refuses a plugin that declares another version (or none) with one line naming it.
+Names exported here keep their meaning within a plugin API version; anything else under
+`synclog.*` is internal and may change in any release. See docs/plugins.md for the contract.
+"""
+
+from synclog.capabilities import Capabilities, Casefold, FileFormat, Schemas, Staging
+from synclog.errors import ConfigError, InputError, SynclogError, TargetError, first_line, outages
+from synclog.naming import Relation, check_name
+from synclog.plugins.hookspecs import API_ATTRIBUTE, PLUGIN_API_VERSION, hookimpl
+from synclog.storage.location import Location
+from synclog.storage.manifest import Manifest, StoredFile
+from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
+from synclog.targets.contract import LAYOUT_METHODS, WRITE_METHODS, missing_methods, required_methods
+from synclog.targets.export import rows_batch, write_batches
+from synclog.targets.rows import Rows
+from synclog.targets.sql import STAGE_PREFIX, VERSIONS_TABLE, SqlTarget, Statement
+from synclog.targets.tables import Column, ColumnType, TableSpec
+from synclog.urls import MEMORY, TargetURL
+
+__all__ = [
+    "API_ATTRIBUTE",
+    "LAYOUT_METHODS",
+    "MEMORY",
+    "PLUGIN_API_VERSION",
+    "STAGE_PREFIX",
+    "VERSIONS_TABLE",
+    "WRITE_METHODS",
+    "Capabilities",
+    "Casefold",
+    "Column",
+    "ColumnType",
+    "ConfigError",
+    "Cutoffs",
+    "FileFormat",
+    "InputError",
+    "Location",
+    "Manifest",
+    "Relation",
+    "Rows",
+    "Schemas",
+    "SqlTarget",
+    "Staging",
+    "Statement",
+    "StoredFile",
+    "SynclogError",
+    "TableSpec",
+    "Target",
+    "TargetError",
+    "TargetSettings",
+    "TargetType",
+    "TargetURL",
+    "check_name",
+    "first_line",
+    "hookimpl",
+    "missing_methods",
+    "outages",
+    "required_methods",
+    "rows_batch",
+    "write_batches",
+]

@@ -1,0 +1,44 @@
+"""`make dist` builds wheels that install into a clean virtual environment, outside the checkout,
+and run: `synclog plugins` lists every target, and a tiny demo writes and answers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = ("bigquery", "databricks", "duckdb", "lake", "postgres", "redshift", "snowflake", "sqlite")
+
+
+def run(*args: str | Path, cwd: Path) -> str:
+    done = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_wheels_install_and_run_in_a_clean_venv(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    run("make", "-s", "dist", f"DIST={dist}", f"BUILD_PYTHON={sys.executable}", cwd=ROOT)
+    wheels = sorted(dist.glob("*.whl"))
+    assert len(wheels) == 1 + len(list((ROOT / "plugins").iterdir())) + len(
+        list((ROOT / "examples").iterdir())
+    )
+
+    env = tmp_path / "venv"
+    venv.create(env, with_pip=True)
+    run(env / "bin" / "python", "-m", "pip", "install", "-q", "--find-links", dist, *wheels, cwd=tmp_path)
+    where = run(env / "bin" / "python", "-c", "import synclog; print(synclog.__file__)", cwd=tmp_path)
+    assert where.strip().startswith(str(env)), "synclog comes from the wheel, not the checkout"
+
+    listed = run(env / "bin" / "synclog", "plugins", cwd=tmp_path)
+    assert all(f"\n{name} " in listed or listed.startswith(name) for name in TARGETS), listed
+    demo = run(
+        env / "bin" / "synclog", "demo", "--scale", "0.01", "--target", "sqlite:///demo.sqlite", cwd=tmp_path
+    )
+    assert "logged" in demo and (tmp_path / "demo.census.sqlite").exists()
