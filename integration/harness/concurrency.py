@@ -145,7 +145,7 @@ def _check(scenario: Scenario, target: TrialTarget, result: ConcurrencyResult, c
                 runs[(sync, run)] += 1 if name != "sync_changelog" else 0
                 if name == "sync_log_records":
                     keys[(row["log_id"],)] += 1
-        if name == "source_objects" or table.endswith("/source_objects.parquet"):
+        if name == "source_objects" or "/source_objects/" in table:
             sources.update(int(row["id"]) for row in rows)
             sources_held.update(int(row["id"]) for row in rows)
         if name == "sync_snapshot":
