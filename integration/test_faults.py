@@ -49,11 +49,13 @@ def check(outcomes: list[Outcome]) -> None:
         assert outcome.storage_files == [], outcome
 
 
+@pytest.mark.duckdb
 def test_duckdb_survives_a_kill_with_staged_files(root: Path, workers: Workers) -> None:
     scenario = DuckDBScenario(root, layouts=("census",))
     check(trials(scenario, workers, [("kill@point", "load")]))
 
 
+@pytest.mark.postgres
 def test_postgres_survives_a_kill_with_its_stage_filled(
     root: Path, workers: Workers, postgres: PostgresServer
 ) -> None:
@@ -63,6 +65,8 @@ def test_postgres_survives_a_kill_with_its_stage_filled(
     check(trials(scenario, workers, [("kill@point", "load")]))
 
 
+@pytest.mark.lake
+@pytest.mark.s3
 def test_the_lake_on_s3_survives_a_kill_while_publishing(root: Path, workers: Workers, s3: S3Server) -> None:
     bucket = f"faults-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(bucket)
