@@ -20,6 +20,7 @@ import argparse
 import json
 import platform
 import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -75,7 +76,7 @@ def run_target(
             f"{scenario.name} {number + 1}/{trials} {fault} {outcome.where}: writer {outcome.writer}; "
             f"recovery {outcome.recovery}; lost {outcome.lost}, duplicated {outcome.duplicated}, "
             f"leftovers {len(outcome.leftovers)}, storage files {len(outcome.storage_files)} "
-            f"({outcome.seconds:.0f}s)",
+            f"({outcome.seconds:.0f}s: {', '.join(f'{k} {v:.0f}' for k, v in outcome.phases.items())})",
             flush=True,
         )
     scenario.close()
@@ -111,6 +112,27 @@ def points(results: dict[str, list[Outcome]]) -> str:
             f"| {target} | {', '.join(f'{p}: {n}' for p, n in sorted(struck.items()))}; "
             f"cut/outage writers ended: {', '.join(f'{e}: {n}' for e, n in sorted(endings.items()))} |"
         )
+    return "\n".join(lines)
+
+
+def costs(results: dict[str, list[Outcome]]) -> str:
+    """Median seconds of a trial and of its phases, per target and fault."""
+    phases = ("target", "fault", "recovery", "check")
+    lines = [
+        "| target | fault | median trial s | " + " | ".join(f"median {p} s" for p in phases) + " |",
+        "|---|---|---:|" + "---:|" * len(phases),
+    ]
+    for target, outcomes in results.items():
+        by_fault: dict[str, list[Outcome]] = {}
+        for outcome in outcomes:
+            by_fault.setdefault(outcome.fault, []).append(outcome)
+        for fault, group in [*by_fault.items(), ("**all**", outcomes)] if outcomes else []:
+            cells = [statistics.median(o.phases.get(p, 0.0) for o in group) for p in phases]
+            lines.append(
+                f"| {target} | {fault} | {statistics.median(o.seconds for o in group):.1f} | "
+                + " | ".join(f"{c:.1f}" for c in cells)
+                + " |"
+            )
     return "\n".join(lines)
 
 
@@ -156,6 +178,11 @@ is a fresh target and storage folder; see bench/README.md for what a trial does 
 {table(results)}
 
 {points(results)}
+
+What a trial cost (target: make a fresh one; fault: the faulted write; recovery: `flush` and,
+after a kill or an error, the write again; check: read and compare everything):
+
+{costs(results)}
 
 Trials failing a check: {len(failing)}.
 """

@@ -27,7 +27,7 @@ def root() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def workers(root: Path) -> Iterator[Workers]:
-    pool = Workers(root / "logs")
+    pool = Workers(root / "logs", spares=1)
     yield pool
     pool.close()
 

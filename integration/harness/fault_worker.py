@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 from collections import Counter
@@ -131,6 +132,24 @@ def cleanup(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
 
 
 OPS = {"write": write, "flush": flush, "cleanup": cleanup}
+WARM_UP_ENV = "SYNCLOG_FAULT_WARM_UP"
+
+
+def warm_up(spark: Any) -> None:
+    """One write into a throwaway DuckDB file, so that the faulted write is not the JVM's first
+    (the first write of a Spark session takes several times as long as the next ones)."""
+    from datetime import UTC, datetime
+
+    from synclog.testing.factories import make_run
+
+    with tempfile.TemporaryDirectory(prefix="synclog-warm-up-") as folder:
+        config = Path(folder) / "synclog.toml"
+        config.write_text(
+            f'storage = "{folder}/storage"\n\n[defaults]\nlayouts = ["census"]\n\n'
+            f'[targets.default]\nurl = "duckdb:///{folder}/logs.duckdb"\n'
+        )
+        run = make_run(sync_id=1, sync_run_id=1, started_at=datetime.now(UTC).replace(microsecond=0))
+        write(spark, {"target": None, "config": str(config), "run": run.to_dict(), "count": 10, "batches": 2})
 
 
 def main() -> None:
@@ -139,6 +158,8 @@ def main() -> None:
 
     os.environ.setdefault("SYNCLOG_SHUFFLE_PARTITIONS", "2")
     spark = spark_session("synclog-fault-worker")
+    if os.environ.get(WARM_UP_ENV):
+        warm_up(spark)
     install_points()
     say(event="ready", pid=os.getpid())
     for line in sys.stdin:

@@ -50,6 +50,7 @@ from typing import Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .fault_worker import WARM_UP_ENV
 from .forwarder import forward
 from .processes import free_port
 
@@ -143,44 +144,52 @@ class Worker:
 
 class Workers:
     """The writer processes of a series of trials: one that recovers and checks (it stays up), and
-    the next writer to fault, started ahead (a Spark session takes a while to start)."""
+    the next writers to fault, started ahead and warmed up (a Spark session takes a while to
+    start, and its first write far longer than the next ones): `spares` of them, so that the
+    next victim is ready while a killed one's replacement is still starting."""
 
-    def __init__(self, logs: Path) -> None:
+    def __init__(self, logs: Path, spares: int = 2) -> None:
         self.logs = logs
         logs.mkdir(parents=True, exist_ok=True)
-        self.env = {"SYNCLOG_SHUFFLE_PARTITIONS": "2", "SYNCLOG_DRIVER_MEMORY": "1g"}
+        self.env = {
+            "SYNCLOG_SHUFFLE_PARTITIONS": "2",
+            "SYNCLOG_DRIVER_MEMORY": "1g",
+            # Short-lived JVMs: the client compiler only, and the serial collector, start a
+            # third faster on 2 cores; what a kill does to the writer is the same.
+            "JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        }
+        self.depth = spares
         self.started = 0
         """Writer processes started (each a Spark session of its own)."""
-        self.recovery = self._start("recovery")
-        self.spare: Worker | None = None
+        self.recovery = self._start("recovery", warm=False)
+        self.spares: list[Worker] = []
         self.prewarm()
 
-    def _start(self, name: str) -> Worker:
+    def _start(self, name: str, *, warm: bool = True) -> Worker:
         self.started += 1
-        return Worker(self.env, self.logs / f"{name}.log")
+        return Worker({**self.env, WARM_UP_ENV: "1" if warm else ""}, self.logs / f"{name}.log")
 
     def victim(self) -> Worker:
         """A ready writer to inject a fault into."""
-        victim = self.spare or self._start("writers")
-        self.spare = None
+        victim = self.spares.pop(0) if self.spares else self._start("writers")
         victim.wait_ready()
         return victim
 
     def prewarm(self) -> None:
-        if self.spare is None:
-            self.spare = self._start("writers")
+        while len(self.spares) < self.depth:
+            self.spares.append(self._start("writers"))
 
     def give_back(self, worker: Worker) -> None:
         """A writer the fault missed (its write ended first): it serves the next trial."""
-        if worker.alive and self.spare is None:
-            self.spare = worker
-        elif worker is not self.spare:
+        if worker.alive:
+            self.spares.insert(0, worker)
+        else:
             worker.close()
+            self.prewarm()
 
     def close(self) -> None:
-        for worker in (self.recovery, self.spare):
-            if worker is not None:
-                worker.close()
+        for worker in (self.recovery, *self.spares):
+            worker.close()
 
 
 class Switch:
@@ -514,6 +523,8 @@ class Outcome:
     """How the faulted write ended: killed, done, pending (kept for flush), error: …"""
     recovery: str = ""
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds spent making the target, injecting the fault, recovering, checking."""
 
     @property
     def ok(self) -> bool:
@@ -626,7 +637,6 @@ class Driver:
             self.scenario.discard(target)
         self.volatile = _volatile(*dumps)
         self.reference = _project(dumps[0], self.volatile)
-        self.workers.prewarm()
 
     def trial(self, fault: str, point: str | None = None) -> Outcome:
         """One fault, the recovery, and the checks (`point`: where a `kill@point` strikes, else random)."""
@@ -636,6 +646,8 @@ class Driver:
         target = self.scenario.fresh(name)
         run = self.run
         outcome = Outcome(self.scenario.name, fault, landed=False)
+        clock = _Clock(outcome.phases, started)
+        clock.lap("target")
         killed = False
         if fault.startswith("kill"):
             killed = self._kill(fault, target, run, outcome, point)
@@ -648,8 +660,11 @@ class Driver:
             outcome.landed = True
             outcome.writer = _ending(event)
             self.workers.give_back(victim)
+        clock.lap("fault")
         self._recover(target, run, outcome, rewrite=killed or outcome.writer.startswith("error"))
+        clock.lap("recovery")
         self._check(target, outcome)
+        clock.lap("check")
         outcome.seconds = time.perf_counter() - started
         if outcome.ok:
             self.scenario.discard(target)
@@ -677,7 +692,7 @@ class Driver:
             landed = event is None
         if landed:
             victim.kill()
-            self.workers.prewarm()
+            self.workers.prewarm()  # its replacement starts while the recovery runs
             outcome.landed, outcome.writer = True, "killed"
             return True
         # The write ended first: no fault; the writer serves the next trial.
@@ -719,6 +734,18 @@ class Driver:
             outcome.duplicated += sum((have - want).values())
         outcome.leftovers = self.scenario.leftovers(target)
         outcome.storage_files = storage_files(target.storage)
+
+
+class _Clock:
+    """Laps of a trial, in seconds, into `phases`."""
+
+    def __init__(self, phases: dict[str, float], started: float) -> None:
+        self.phases, self.last = phases, started
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = round(now - self.last, 2)
+        self.last = now
 
 
 def _ending(event: dict[str, Any] | None) -> str:
