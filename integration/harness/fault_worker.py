@@ -1,7 +1,8 @@
 """A synclog writer in a process of its own, for the fault-injection driver (`harness.faults`).
 
-It starts one Spark session (its own JVM) and then runs requests, one JSON object per line on
-standard input, answering with JSON lines on standard output:
+It starts one Spark session (its own JVM), with SYNCLOG_FAULT_WARM_UP set warms it up with a
+write into a throwaway DuckDB file, says {"event": "ready"}, and then runs requests, one JSON
+object per line on standard input, answering with JSON lines on standard output:
 
     {"op": "write", "config": PATH, "target": URL, "run": {...}, "count": 40, "batches": 2,
      "kill_at": ["swap", 2]}                   -> {"event": "started"} ... {"event": "done", ...}
