@@ -72,7 +72,7 @@ def open_target(url: str, **options: Any) -> BigQueryTarget:
 
 class TestBigQuery(TargetConformance):
     @pytest.fixture
-    def target_url(self, bigquery_server: BigQueryServer) -> Iterator[str]:
+    def synclog_target_url(self, bigquery_server: BigQueryServer) -> Iterator[str]:
         yield fresh_url(bigquery_server)
 
     def test_log_table_is_partitioned_clustered_and_expires(

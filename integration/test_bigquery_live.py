@@ -34,7 +34,7 @@ DAY_MS = 86_400_000
 
 class TestBigQueryLive(TargetConformance):
     @pytest.fixture
-    def target_url(self) -> Iterator[str]:
+    def synclog_target_url(self) -> Iterator[str]:
         yield f"bigquery://{PROJECT}?location={LOCATION}"
 
     @pytest.fixture

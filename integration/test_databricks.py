@@ -170,7 +170,7 @@ class TestDatabricksWarehouse(TargetConformance):
     expected_sync_log = "census.census.sync_log"
 
     @pytest.fixture
-    def target_url(self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    def synclog_target_url(self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
         yield warehouse_url(dbx)
         drop_schemas(dbx)

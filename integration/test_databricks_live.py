@@ -73,7 +73,7 @@ class LiveSuite(TargetConformance):
                 target.execute(f"DROP CATALOG IF EXISTS {target.quote(CATALOG)} CASCADE")
 
     @pytest.fixture
-    def target_url(self, catalog_url: str) -> Iterator[str]:
+    def synclog_target_url(self, catalog_url: str) -> Iterator[str]:
         yield catalog_url
         with registry().open(TargetURL.parse(catalog_url)) as target:
             drop_schemas(target)

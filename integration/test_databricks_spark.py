@@ -96,7 +96,7 @@ class TestDatabricksInCluster(TargetConformance):
         return catalog_spark
 
     @pytest.fixture
-    def target_url(self, catalog_spark: SparkSession) -> Iterator[str]:
+    def synclog_target_url(self, catalog_spark: SparkSession) -> Iterator[str]:
         yield "databricks+spark://census"
         drop_schemas(catalog_spark)
 

@@ -68,7 +68,7 @@ def partition_days(target: Target) -> list[str]:
 
 class TestPostgres(TargetConformance):
     @pytest.fixture
-    def target_url(self, postgres: PostgresServer) -> Iterator[str]:
+    def synclog_target_url(self, postgres: PostgresServer) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(postgres.dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

@@ -101,7 +101,7 @@ class TestRedshift(TargetConformance):
     settings = TargetSettings(options={"iam_role": IAM_ROLE})
 
     @pytest.fixture
-    def target_url(self, postgres: PostgresServer, stand_in: RedshiftStandIn) -> Iterator[str]:
+    def synclog_target_url(self, postgres: PostgresServer, stand_in: RedshiftStandIn) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(postgres.dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

@@ -46,7 +46,7 @@ def connect(url: str) -> Any:
 
 class TestRedshiftLive(TargetConformance):
     @pytest.fixture
-    def target_url(self) -> Iterator[str]:
+    def synclog_target_url(self) -> Iterator[str]:
         name = f"synclog_{uuid.uuid4().hex[:12]}"
         admin = server_url(os.environ.get("REDSHIFT_DATABASE", "dev"))
         with connect(admin) as conn:

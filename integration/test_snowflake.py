@@ -70,7 +70,7 @@ class TestSnowflake(SnowflakeSuite):
     expected_sync_log = "CENSUS.CENSUS.SYNC_LOG"
 
     @pytest.fixture
-    def target_url(self, fakesnow: FakesnowServer) -> Iterator[str]:
+    def synclog_target_url(self, fakesnow: FakesnowServer) -> Iterator[str]:
         yield server_url(fakesnow)
 
     # -- names ---------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ class TestSnowflakeLive(SnowflakeSuite):
     expected_sync_log = f"{DATABASE}.CENSUS.SYNC_LOG"
 
     @pytest.fixture
-    def target_url(self) -> Iterator[str]:
+    def synclog_target_url(self) -> Iterator[str]:
         url = live_url(DATABASE)
         yield url
         with registry().open(TargetURL.parse(url)) as target:

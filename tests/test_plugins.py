@@ -149,3 +149,48 @@ def test_without_views_the_table_takes_its_views_name() -> None:
     )
     with_views = _NoReadBack(TargetURL.parse("views:///x"), TargetSettings())
     assert str(with_views.relation(SYNC_LOG)) == "census.sync_log_records"
+
+
+def _view_statements(transactional_ddl: bool, tmp_path: Path) -> list[list[str]]:
+    """The view DDL a SQLite target (no CREATE OR REPLACE VIEW) runs on each of three ensures:
+    the census tables, the same again, then with a column added."""
+    from synclog.layouts.census import SYNC_LOG
+    from synclog.targets.tables import Column, ColumnType
+    from synclog_sqlite.target import CAPABILITIES, SqliteTarget
+
+    class Recording(SqliteTarget):
+        capabilities = replace(CAPABILITIES, transactional_ddl=transactional_ddl)
+        statements: list[str] = []
+
+        def execute(self, sql: str, params: object = ()) -> int:
+            self.statements.append(sql.split(" ", 1)[0] if sql.startswith(("BEGIN", "COMMIT")) else sql)
+            return super().execute(sql, params)  # type: ignore[arg-type]
+
+    target = Recording(TargetURL.parse(f"sqlite:///{tmp_path / 'ddl.sqlite'}"), TargetSettings())
+    wider = replace(SYNC_LOG, columns=(*SYNC_LOG.columns, Column("added_later", ColumnType.STRING)))
+    seen = []
+    for table in (SYNC_LOG, SYNC_LOG, wider):
+        target.statements.clear()
+        target.ensure([table])
+        seen.append([s for s in target.statements if "VIEW" in s or s in ("BEGIN", "COMMIT")])
+    names = target.query("SELECT name FROM pragma_table_info('sync_log', 'census')").column(0).to_pylist()
+    assert names[-1] == "added_later"
+    target.close()
+    return seen
+
+
+def test_without_transactional_ddl_a_view_is_recreated_only_when_its_columns_change(tmp_path: Path) -> None:
+    first, again, widened = _view_statements(transactional_ddl=False, tmp_path=tmp_path)
+    assert [s.split(" ", 2)[:2] for s in first] == [["DROP", "VIEW"], ["CREATE", "VIEW"]]
+    assert again == []
+    assert [s.split(" ", 2)[:2] for s in widened] == [["DROP", "VIEW"], ["CREATE", "VIEW"]]
+
+
+def test_with_transactional_ddl_a_view_is_dropped_and_created_in_one_transaction(tmp_path: Path) -> None:
+    for statements in _view_statements(transactional_ddl=True, tmp_path=tmp_path):
+        assert [s.split(" ", 2)[:2] for s in statements] == [
+            ["BEGIN"],
+            ["DROP", "VIEW"],
+            ["CREATE", "VIEW"],
+            ["COMMIT"],
+        ]

@@ -72,8 +72,13 @@ class Capabilities:
     views: bool = True
     """Whether views exist; without them a table with a public view is stored under the view's name."""
     replace_view: bool = True
-    """Whether CREATE OR REPLACE VIEW exists; else the core drops the view and creates it again,
-    in one transaction."""
+    """Whether CREATE OR REPLACE VIEW exists; else the core drops the view and creates it again
+    (see `transactional_ddl`)."""
+    transactional_ddl: bool = True
+    """Whether DDL takes part in transactions, so a DROP VIEW and a CREATE VIEW commit together.
+    Where DDL commits by itself (Snowflake, BigQuery, Databricks), the core never wraps DDL in a
+    transaction, and a view without CREATE OR REPLACE is dropped and created again only when its
+    columns changed (an additive migration): readers lose it for that moment only."""
     schemas: Schemas = Schemas.CREATE
     """How layouts' schemas are made (see `Schemas`)."""
     read_casts: bool = True

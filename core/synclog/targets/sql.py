@@ -113,13 +113,28 @@ class SqlTarget(Target):
         return f"{create} {view.render()} AS SELECT {columns} FROM {source}"
 
     def ensure_view(self, view: Relation, relation: Relation, table: TableSpec) -> None:
-        """Create or replace the public view over a framework table."""
+        """Create or replace the public view over a framework table.
+
+        Without CREATE OR REPLACE VIEW the view is dropped and created again: in one transaction
+        where DDL is transactional, else only when its columns differ from the table's.
+        """
+        create = self.view_sql(view, relation, table)
         if self.capabilities.replace_view:
-            self.execute(self.view_sql(view, relation, table))
+            self.execute(create)
             return
-        with self.transaction():
-            self.execute(f"DROP VIEW IF EXISTS {view.render()}")
-            self.execute(self.view_sql(view, relation, table))
+        drop = f"DROP VIEW IF EXISTS {view.render()}"
+        if self.capabilities.transactional_ddl:
+            with self.transaction():
+                self.execute(drop)
+                self.execute(create)
+            return
+        existing = self.existing_columns(view)
+        if existing is not None and [c.lower() for c in existing] == [
+            c.lower() for c in table.column_names()
+        ]:
+            return
+        self.execute(drop)
+        self.execute(create)
 
     def ensure_schema(self, relation: Relation) -> None:
         """Make the schema `relation` lives in exist: CREATE SCHEMA IF NOT EXISTS (`Schemas.CREATE`).

@@ -8,7 +8,7 @@ class TestMyWarehouse(TargetConformance):
     seed_names = {"CENSUS.CENSUS.SYNC_LOG": "census.sync_log", ...}
 
 `synclog_target_url` is the fixture of synclog's pytest plugin (`synclog[testing]`, see
-`synclog.testing.pytest_plugin`); a subclass may instead override `target_url` itself.
+`synclog.testing.pytest_plugin`); a module or a class may give it (every built-in target does).
 
 Tests of a layout the target does not hold skip. The record-level tests count through
 `count`, a SQL `WHERE` over the census `sync_log` columns; a target without the census layout
@@ -141,7 +141,7 @@ def failing_sync_log_frame(spark: SparkSession, sync_run_id: int) -> DataFrame:
 
 
 class TargetConformance:
-    """What every target must do. Subclasses provide `target_url` and the target's names."""
+    """What every target must do. Subclasses get `synclog_target_url` and give the target's names."""
 
     seed_names: ClassVar[dict[str, str]] = {
         "CENSUS.CENSUS.SYNC_LOG": "census.sync_log",

@@ -49,7 +49,7 @@ class LakeConformance(TargetConformance):
     """`TargetConformance` for the lake in S3: the tests of the layouts it does not hold skip."""
 
     @pytest.fixture
-    def target_url(self) -> Iterator[str]:
+    def synclog_target_url(self) -> Iterator[str]:
         bucket = f"lake-{uuid.uuid4().hex[:12]}"
         create_bucket(bucket)
         yield f"lake+s3://{bucket}/synclog"

@@ -16,7 +16,8 @@ A plugin's tests give the suite one fixture, a fresh and empty target per test, 
         pass  # options: seed_names, expected_sync_log, qualify, settings, partition_columns
 
 The class runs every test of the suite against `synclog_target_url`; tests of a layout the
-target does not hold skip. A class may still override `target_url` itself.
+target does not hold skip. A class may give the fixture as a method instead, where a
+module holds suites of several targets.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ CAPABILITIES = Capabilities(
     casefold=Casefold.LOWER,
     max_identifier_length=300,
     transactions=True,
+    transactional_ddl=False,
     merge=True,
     partition_expiry=True,
     staging=Staging.FILES,

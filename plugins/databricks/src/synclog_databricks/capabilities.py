@@ -16,6 +16,7 @@ DELTA = Capabilities(
     max_identifier_length=255,
     three_part_names=True,
     transactions=False,
+    transactional_ddl=False,
     merge=True,
     staging=Staging.EXECUTORS,
     max_json_bytes=MAX_JSON_BYTES,

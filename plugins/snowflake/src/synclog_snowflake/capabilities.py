@@ -16,6 +16,7 @@ CAPABILITIES = Capabilities(
     max_identifier_length=255,
     three_part_names=True,
     transactions=True,
+    transactional_ddl=False,
     merge=True,
     staging=Staging.FILES,
     max_json_bytes=MAX_VARIANT_BYTES - ROW_HEADROOM_BYTES,
