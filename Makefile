@@ -9,7 +9,7 @@ EXAMPLES := $(wildcard examples/*)
 DIST ?= dist
 BUILD_PYTHON ?= $(BIN)/python
 
-.PHONY: demo test lint bench install clean dist
+.PHONY: demo test lint bench faults install clean dist
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt (bench/
 	$(BIN)/python -m pip install -q -e "./plugins/postgres[bench]"
 	$(BIN)/python bench/postgres_bench.py
 	$(BIN)/python bench/diff_bench.py
+
+faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, PostgreSQL and the lake on moto S3 (bench/FAULTS.md)
+	./scripts/system-deps.sh
+	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 
 dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the example plugins, into $(DIST)/ (python -m build)
 	rm -rf $(DIST)

@@ -134,9 +134,9 @@ def test_files_are_named_and_shaped_as_documented(lake: LakeTarget, spark: Spark
         rows += table.num_rows
     assert rows == 40
     assert files(lake, "metadata") == [
-        "metadata/1/destination_objects.parquet",
-        "metadata/1/destinations.parquet",
-        "metadata/1/source_objects.parquet",
+        "metadata/1/destination_objects/401.parquet",
+        "metadata/1/destinations/301.parquet",
+        "metadata/1/source_objects/201.parquet",
     ]
 
 
@@ -178,7 +178,7 @@ def test_a_replayed_batch_replaces_its_files(lake: LakeTarget, spark: SparkSessi
 
 
 def test_a_failed_write_leaves_the_old_file_whole(lake: LakeTarget) -> None:
-    path = lake.location.path("metadata/7/destinations.parquet")
+    path = lake.location.path("metadata/7/destinations/1.parquet")
     old = pa.table({"id": [1], "name": ["old"]})
     write_parquet(lake.fs, path, old)
 
@@ -188,8 +188,8 @@ def test_a_failed_write_leaves_the_old_file_whole(lake: LakeTarget) -> None:
 
     with pytest.raises(RuntimeError, match="network gone"):
         publish(lake.fs, path, half_then_fail)
-    assert read(lake, "metadata/7/destinations.parquet").equals(old)
-    assert files(lake, "metadata/7") == ["metadata/7/destinations.parquet"]  # no temporary file left
+    assert read(lake, "metadata/7/destinations/1.parquet").equals(old)
+    assert files(lake, "metadata/7") == ["metadata/7/destinations/1.parquet"]  # no temporary file left
 
 
 # -- metadata.json and fact tables ------------------------------------------------------------------
@@ -227,7 +227,13 @@ def test_metadata_json_holds_the_run_and_its_payload_schema(lake: LakeTarget, sp
     assert datetime.fromisoformat(metadata["sync_run_started_at"]) == run.started_at
 
 
-def test_fact_tables_are_upserted_by_id(lake: LakeTarget, spark: SparkSession) -> None:
+def facts(lake: LakeTarget, org_id: int, table: str) -> list[dict[str, Any]]:
+    """A fact table as readers query it: every file of its folder, one table."""
+    glob = lake.uri(f"metadata/{org_id}/{table}/*.parquet")
+    return lake.query("SELECT * FROM read_parquet(?) ORDER BY id", [glob]).to_pylist()
+
+
+def test_fact_tables_hold_one_file_per_object(lake: LakeTarget, spark: SparkSession) -> None:
     log = sync_log(lake, spark)
     first = make_run()
     second = make_run(
@@ -239,13 +245,16 @@ def test_fact_tables_are_upserted_by_id(lake: LakeTarget, spark: SparkSession) -
     other_org = make_run(org_id=2, source_object=SourceObject(209, "DataWarehouse::Table", "T"))
     for run in (first, second, second, other_org):
         log.finish(run)  # a run without records still gets metadata.json and its facts
-    sources = read(lake, "metadata/1/source_objects.parquet").to_pylist()
-    assert [(s["id"], s["name"]) for s in sources] == [(201, "Renamed segment")]
+    sources = facts(lake, 1, "source_objects")
+    assert [(s["id"], s["name"]) for s in sources] == [(201, "Renamed segment")]  # the newest description
     assert sources[0]["filter_segment_id"] == 31
-    objects = read(lake, "metadata/1/destination_objects.parquet").sort_by("id")
-    assert objects.column("id").to_pylist() == [401, 402]
-    assert read(lake, "metadata/1/destinations.parquet").num_rows == 1
-    assert read(lake, "metadata/2/source_objects.parquet").column("id").to_pylist() == [209]
+    assert [o["id"] for o in facts(lake, 1, "destination_objects")] == [401, 402]
+    assert files(lake, "metadata/1/destination_objects") == [
+        "metadata/1/destination_objects/401.parquet",
+        "metadata/1/destination_objects/402.parquet",
+    ]
+    assert len(facts(lake, 1, "destinations")) == 1
+    assert [s["id"] for s in facts(lake, 2, "source_objects")] == [209]
     assert "metadata.json" in names(lake, "sync_tracking_datasets/1/99/7")
 
 

@@ -66,6 +66,24 @@ def garbage(path: Path) -> None:
     path.write_bytes(b"PAR1 this is not a Parquet file")
 
 
+def corrupt_pages(path: Path) -> None:
+    """A Parquet file whose footer reads (the driver sees its schema and row count) but whose
+    data pages are garbage: only the executors, reading the rows, find out."""
+    pq.write_table(records_table(base_rows()), path)
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    data[8 : len(data) - 8 - footer - 8] = b"\xff" * (len(data) - 8 - footer - 16)
+    path.write_bytes(bytes(data))
+
+
+def nothing(path: Path) -> None:
+    """No records file at all."""
+
+
+def empty_folder(path: Path) -> None:
+    path.mkdir()
+
+
 ACCEPTED: dict[str, tuple[Callable[[Path], None], int]] = {
     "zero records": (table(lambda t: t.slice(0, 0)), 0),
     "nanosecond timestamps (pandas)": (pandas_nanoseconds, 10),
@@ -88,6 +106,9 @@ REFUSED: dict[str, tuple[Callable[[Path], None], str]] = {
         "column 'batch_number' is string, expected integer",
     ),
     "not a Parquet file": (garbage, "cannot read records"),
+    "data pages the executors cannot read": (corrupt_pages, "cannot read records"),
+    "no records file": (nothing, "records file"),
+    "a folder without Parquet files": (empty_folder, "holds no .parquet files"),
 }
 """Inputs refused with exit 2: how to write records.parquet, and what the one line says."""
 
@@ -184,16 +205,51 @@ def test_a_bad_run_description_lands_nothing(
     assert logged(tmp_path) == []
 
 
-def test_as_a_process_stderr_holds_one_line(tmp_path: Path) -> None:
-    """The whole process, Spark's start included, prints one line for a refused input."""
-    args = write(tmp_path, replaced(2, "exploded"))
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "run.json is not valid: Expecting property name"),
+        (None, "cannot read run description"),
+    ],
+    ids=["not JSON", "a folder"],
+)
+def test_an_unreadable_run_description_lands_nothing(
+    text: str | None, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], spark: Any
+) -> None:
+    args = write(tmp_path, replaced(4, "{}"))
+    (tmp_path / "run.json").unlink()
+    if text is None:
+        (tmp_path / "run.json").mkdir()
+    else:
+        (tmp_path / "run.json").write_text(text)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert logged(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("records", "line"),
+    [
+        (
+            replaced(2, "exploded"),
+            "synclog: error: record results: column 'status' has unknown value 'exploded' "
+            "(expected one of succeeded, rejected, aborted)",
+        ),
+        (corrupt_pages, "synclog: error: cannot read records "),
+    ],
+    ids=["unknown status", "pages the executors cannot read"],
+)
+def test_as_a_process_stderr_holds_one_line(
+    records: Callable[[Path], None], line: str, tmp_path: Path
+) -> None:
+    """The whole process, Spark's start and its executors included, prints one line for a refused input."""
+    args = write(tmp_path, records)
     done = subprocess.run(
         [sys.executable, "-m", "synclog", *args], capture_output=True, text=True, timeout=300, cwd=tmp_path
     )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        "synclog: error: record results: column 'status' has unknown value 'exploded' "
-        "(expected one of succeeded, rejected, aborted)"
-    ]
+    (only,) = done.stderr.strip().splitlines()
+    assert only.startswith(line) if line.endswith(" ") else only == line
     assert done.stdout == ""
     assert logged(tmp_path) == []

@@ -2,8 +2,9 @@
 
 `SPARK_REMOTE=sc://host:port` (Spark Connect, as Databricks Connect and serverless use) gives
 a Connect session; otherwise `SYNCLOG_SPARK_MASTER` (default `local[*]`) names the master.
-Spark's start-up lines stay out of sight and its log level is ERROR, unless
-`SYNCLOG_LOG_LEVEL` (e.g. WARN, INFO) asks for Spark's own logging.
+Spark's start-up lines stay out of sight and its log level is FATAL, unless
+`SYNCLOG_LOG_LEVEL` (e.g. ERROR, WARN, INFO) asks for Spark's own logging (FATAL by default:
+synclog reports failures itself, in one line).
 """
 
 from __future__ import annotations
@@ -60,11 +61,14 @@ def spark_session(app_name: str = "synclog") -> SparkSession:
     level = os.environ.get(LOG_LEVEL_ENV)
     with contextlib.nullcontext() if level else _without_startup_noise():
         session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(level or "ERROR")
+    session.sparkContext.setLogLevel(level or QUIET_LEVEL)
     return session
 
 
 LOG_LEVEL_ENV = "SYNCLOG_LOG_LEVEL"
+QUIET_LEVEL = "FATAL"
+"""Spark's log level unless `SYNCLOG_LOG_LEVEL` says otherwise: a failed task's ERROR lines (a JVM
+stack trace) stay out, since synclog reports every failure itself, in one line."""
 _STARTUP_NOISE = re.compile(
     rb"^(WARNING: Using incubator modules"
     rb"|Using Spark's default log4j profile"

@@ -23,6 +23,7 @@ from synclog.records import check_columns
 from synclog.retention import CleanupResult, cleanup
 from synclog.spark import require_reachable, spark_session
 from synclog.storage.runstore import Pending, RunStore
+from synclog.storage.sweep import sweep
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
 from synclog.targets.tables import TableSpec
@@ -71,6 +72,7 @@ class SyncLog:
         self._spark = _reachable(spark, self.config) if spark is not None else None
         self.progress = progress or (lambda _message: None)
         self.store = RunStore(self.config.storage)
+        sweep(self.config.storage)  # what writers killed earlier left behind
         self._ensured: set[TableSpec] = set()
         self._loaded: dict[str, str] = {}
         """Per table, the digest of the driver-built rows loaded last (loading them again is a no-op)."""

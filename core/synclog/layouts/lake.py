@@ -2,7 +2,7 @@
 
     sync_tracking_datasets/ORG_ID/SYNC_ID/SYNC_RUN_ID/[batch_type].[batch_number].parquet
     sync_tracking_datasets/ORG_ID/SYNC_ID/SYNC_RUN_ID/metadata.json
-    metadata/ORG_ID/{source_objects,destinations,destination_objects}.parquet
+    metadata/ORG_ID/{source_objects,destinations,destination_objects}/ID.parquet
 
 Every records file has the same columns. A batch is split into one file per batch type, and the
 batch type follows from the record's (lake) operation: `records_updated`, `records_upserted`,
@@ -16,6 +16,12 @@ Operations: as reported, except `create`, which the lake's vocabulary calls `app
 Each file is named by a path template over columns of the rows a layout yields: template fields
 that are not columns of the table (org_id, batch_type, batch_number, …) place the rows and are
 not stored in the file.
+
+A file's path holds its whole key, so every write replaces whole files and none is read and
+merged: writers of different runs and syncs never lose each other's rows. A fact table is a
+folder with one file per object (`metadata/1/source_objects/7.parquet`), read as one table
+(`read_parquet('…/metadata/1/source_objects/*.parquet')`, or the folder in Spark). Two writers
+of the same object publish the same row or a newer description of it: the last one stays.
 """
 
 from __future__ import annotations
@@ -101,19 +107,25 @@ RUN_METADATA = TableSpec(
     replace_key=("organization_id", "sync_id", "sync_run_id"),
 )
 
-SOURCE_OBJECTS = replace(census.SOURCE_OBJECTS, layout="lake", schema="metadata")
-DESTINATIONS = replace(census.DESTINATIONS, layout="lake", schema="metadata")
-DESTINATION_OBJECTS = replace(census.DESTINATION_OBJECTS, layout="lake", schema="metadata")
+
+def _fact(table: TableSpec) -> TableSpec:
+    """A census fact table as the lake keeps it: per organisation, one file per object."""
+    return replace(table, layout="lake", schema="metadata", replace_key=("org_id", "id"))
+
+
+SOURCE_OBJECTS = _fact(census.SOURCE_OBJECTS)
+DESTINATIONS = _fact(census.DESTINATIONS)
+DESTINATION_OBJECTS = _fact(census.DESTINATION_OBJECTS)
 
 _RUN_FOLDER = "sync_tracking_datasets/{org_id}/{sync_id}/{sync_run_id}"
 FILES: Mapping[TableSpec, str] = {
     RECORDS: _RUN_FOLDER + "/{batch_type}.{batch_number}.parquet",
     RUN_METADATA: "sync_tracking_datasets/{organization_id}/{sync_id}/{sync_run_id}/metadata.json",
-    SOURCE_OBJECTS: "metadata/{org_id}/source_objects.parquet",
-    DESTINATIONS: "metadata/{org_id}/destinations.parquet",
-    DESTINATION_OBJECTS: "metadata/{org_id}/destination_objects.parquet",
+    SOURCE_OBJECTS: "metadata/{org_id}/source_objects/{id}.parquet",
+    DESTINATIONS: "metadata/{org_id}/destinations/{id}.parquet",
+    DESTINATION_OBJECTS: "metadata/{org_id}/destination_objects/{id}.parquet",
 }
-"""Where each table's rows go, relative to the lake's root."""
+"""Where each table's rows go, relative to the lake's root; every template holds its table's key."""
 FIELD_VALUES: Mapping[str, tuple[str, ...]] = {"batch_type": tuple(BATCH_TYPES.values())}
 """Every value a path field that is not part of its table's key can take."""
 

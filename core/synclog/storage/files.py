@@ -30,12 +30,15 @@ from synclog.capabilities import FileFormat
 from synclog.storage import json_lines
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
+from synclog.storage.owners import tagged
 
 RESULT = "key string, path string, rows long"
 """What a writing task returns per file it wrote: the split key, the path, the rows."""
 RESULT_SCHEMA = pa.schema([("key", pa.string()), ("path", pa.string()), ("rows", pa.int64())])
 READ_TASKS = 64
 """At most this many tasks read a manifest (each reads its share of the files)."""
+UNREADABLE = "synclog: unreadable file:"
+"""Starts the message of an executor that could not read a manifest's file (`unreadable_file`)."""
 
 
 @contextlib.contextmanager
@@ -43,14 +46,14 @@ def published(fs: pafs.FileSystem, path: str, *, whole: bool = True) -> Iterator
     """An output stream whose file appears at `path` when the block ends without error.
 
     With `whole` (the default) the bytes go to a hidden temporary name beside `path`
-    (`.NAME.<uuid>.tmp`, which matches no `*.parquet` glob) that is renamed into place: readers
+    (`.NAME.<uuid>@<owner>.tmp`, which matches no `*.parquet` glob) that is renamed into place: readers
     see the old file or the new one, never a part of one, also when the block fails (on a local
     disk the rename is rename(2); on an object store, a server-side copy and a delete). Files
     that only a manifest makes visible need not pay for that: `whole=False` writes `path` itself.
     """
     local = isinstance(fs, pafs.LocalFileSystem)
     folder, name = posixpath.split(path)
-    scratch = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp") if whole else path
+    scratch = posixpath.join(folder, f".{name}.{tagged(uuid.uuid4().hex)}.tmp") if whole else path
     if local:
         fs.create_dir(folder, recursive=True)
     try:
@@ -196,6 +199,15 @@ def write_table(
     return Manifest(location, (StoredFile(path, rows.num_rows),))
 
 
+def unreadable_file(exc: BaseException) -> str | None:
+    """`path: reason` when `exc` (raised by a Spark job) says an executor could not read a file."""
+    text = str(exc)
+    at = text.find(UNREADABLE)
+    if at < 0:
+        return None
+    return text[at + len(UNREADABLE) :].strip().splitlines()[0]
+
+
 def read_frame(spark: SparkSession, manifest: Manifest, schema: T.StructType) -> DataFrame:
     """A Spark frame of `manifest`'s files with `schema`, read by the executors (lazily)."""
     paths, location = manifest.paths(), manifest.location
@@ -207,11 +219,15 @@ def read_frame(spark: SparkSession, manifest: Manifest, schema: T.StructType) ->
         fs = location.filesystem()
         for ids in batches:
             for number in ids.column(0).to_pylist():
-                with fs.open_input_file(paths[number]) as handle:
-                    parquet = pq.ParquetFile(handle)
-                    present = [name for name in arrow.names if name in parquet.schema_arrow.names]
-                    for batch in parquet.iter_batches(columns=present):
-                        yield by_name(batch, arrow)
+                try:
+                    with fs.open_input_file(paths[number]) as handle:
+                        parquet = pq.ParquetFile(handle)
+                        present = [name for name in arrow.names if name in parquet.schema_arrow.names]
+                        for batch in parquet.iter_batches(columns=present):
+                            yield by_name(batch, arrow)
+                except (OSError, pa.ArrowException) as exc:
+                    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    raise OSError(f"{UNREADABLE} {paths[number]}: {detail}") from None
 
     tasks = min(len(paths), READ_TASKS)
     return spark.range(0, len(paths), 1, numPartitions=tasks).mapInArrow(read, schema)

@@ -1,7 +1,7 @@
 """The run store: validated canonical batches of runs in progress, kept until the run is loaded.
 
     <storage>/runs/<sync_id>/<sync_run_id>/run.json                     the run's manifest
-    <storage>/runs/<sync_id>/<sync_run_id>/<write>/<batch>-p<task>.parquet
+    <storage>/runs/<sync_id>/<sync_run_id>/<write>@<owner>/<batch>-p<task>.parquet
 
 One write is one Spark job: the executors validate the canonical rows, write them per batch
 under a folder of the write's own, and report each file with its row count, status counts and
@@ -33,11 +33,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from synclog.canonical import canonical_schema
+from synclog.errors import InputError
 from synclog.model import Run
 from synclog.records import VIOLATION, raise_violation
-from synclog.storage.files import PartFiles, publish, read_frame, remove, task_number
+from synclog.storage.files import PartFiles, publish, read_frame, remove, task_number, unreadable_file
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
+from synclog.storage.owners import tagged
 
 STATE = "run.json"
 PARTITION = "batch_number"
@@ -118,10 +120,16 @@ class RunStore:
         Raises the InputError of the first violation found, having kept nothing.
         """
         folder = posixpath.join(
-            self._run_dir(run), f"w-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+            self._run_dir(run), tagged(f"w-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
         )
         try:
-            done = canonical.mapInArrow(_batch_writer(self.location, folder), _RESULT).collect()
+            try:
+                done = canonical.mapInArrow(_batch_writer(self.location, folder), _RESULT).collect()
+            except Exception as exc:
+                unreadable = unreadable_file(exc)
+                if unreadable is None:
+                    raise
+                raise InputError(f"cannot read records {unreadable}") from None
             violations = sorted(row["violation"] for row in done if row["violation"])
             if violations:
                 raise_violation(violations[0])

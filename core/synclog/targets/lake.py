@@ -9,12 +9,12 @@ the secret best through `password_env`), or from the environment (AWS_ENDPOINT_U
 AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION); without keys,
 pyarrow's AWS default credential chain applies.
 
-Every file is written by a Spark executor, one file per (org, sync, run, batch, batch type),
-each published whole (see `synclog.storage.files.published`); a replayed batch replaces its
-files and removes the batch's files of batch types it no longer has. Fact tables are upserted by
-id on the executors (read, replace the rows with the incoming ids, publish). Two writers
-upserting the same organisation's fact table at the same moment can lose one of the upserts:
-the last one wins.
+Every file is written by a Spark executor, one file per (org, sync, run, batch, batch type) and
+one per fact (org, id), each published whole (see `synclog.storage.files.published`); a replayed
+batch replaces its files and removes the batch's files of batch types it no longer has. Since a
+file's path holds its table's whole key, no file is read and merged: concurrent writers of
+different runs or syncs touch different files, and two writers of one fact publish the same
+object's description (the last one stays).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from synclog.layouts.lake import FIELD_VALUES, FILES
 from synclog.plugins.hookspecs import hookimpl
 from synclog.spark import require_reachable
 from synclog.storage.location import Location
+from synclog.storage.sweep import sweep_scratch
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
 from synclog.targets.lake_files import GroupWriter, PathTemplate
 from synclog.targets.rows import Rows
@@ -86,8 +87,7 @@ class LakeTarget(Target):
     def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
         """Write one file per template group from the executors; a group's file is replaced whole.
 
-        A table keyed inside its files (a fact table keyed by id) has each file merged with the
-        rows it held. Files of a replaced batch under batch types it no longer has are removed.
+        Files of a replaced batch under batch types it no longer has are removed.
         """
         if scope:
             raise ValueError(f"{table}: the lake replaces whole files by key, not a scope {dict(scope)}")
@@ -95,16 +95,16 @@ class LakeTarget(Target):
         frame = rows.frame()
         require_reachable(self.location, frame.sparkSession, str(self.url))
         json_columns = frozenset(c.name for c in table.columns if c.type is ColumnType.JSON)
-        inside = () if set(table.replace_key) <= set(template.fields) else table.replace_key
-        writer = GroupWriter(self.location, template.text, table.arrow_schema(), json_columns, inside)
+        writer = GroupWriter(self.location, template.text, table.arrow_schema(), json_columns)
 
         def write(group: pa.Table) -> pa.Table:  # Spark counts a bound method's `self` as an argument
             return writer.write(group)
 
         with _storage_errors(self.location):
             done = frame.groupBy(*template.fields).applyInArrow(write, GroupWriter.RESULT).collect()
-            if not inside:
-                self._remove_stale(table, template, {row["path"] for row in done})
+            self._remove_stale(table, template, {row["path"] for row in done})
+            for folder in sorted({posixpath.dirname(row["path"]) for row in done}):
+                sweep_scratch(self.fs, self.location.path(folder))  # a killed writer's unpublished files
         return sum(row["rows"] for row in done)
 
     def _remove_stale(self, table: TableSpec, template: PathTemplate, written: set[str]) -> None:

@@ -75,14 +75,6 @@ def write_json(fs: pafs.FileSystem, path: str, rows: pa.Table, json_columns: fro
     publish(fs, path, lambda stream: stream.write(data))
 
 
-def read_parquet(fs: pafs.FileSystem, path: str) -> pa.Table | None:
-    """The Parquet file `path`, or None when there is none."""
-    try:
-        return pq.read_table(path, filesystem=fs)
-    except FileNotFoundError:
-        return None
-
-
 @dataclass(frozen=True)
 class GroupWriter:
     """Writes one file per template group; Spark's `applyInArrow` calls it on the executors."""
@@ -91,35 +83,22 @@ class GroupWriter:
     template: str
     schema: pa.Schema
     json_columns: frozenset[str] = frozenset()
-    upsert_key: tuple[str, ...] = ()
-    """Columns keying rows inside a file: a group is merged with the rows its file held."""
 
     RESULT = "path string, rows bigint"
     """The Spark schema of what a call returns: the file written and its row count."""
 
     def write(self, rows: pa.Table) -> pa.Table:
-        """Write `rows` (one template group) as one file; return its path and row count."""
+        """Write `rows` (one template group) as one file, replacing it whole (nothing is read and
+        merged); return its path and row count."""
         template = PathTemplate(self.template)
         relative = template.render(rows.slice(0, 1).to_pylist()[0])
         fs = self.location.filesystem()
         stored = by_name(rows, self.schema)
-        if self.upsert_key:
-            stored = _upsert(read_parquet(fs, self.location.path(relative)), stored, self.upsert_key)
         if template.suffix == ".json":
             write_json(fs, self.location.path(relative), stored, self.json_columns)
         else:
             write_parquet(fs, self.location.path(relative), stored)
         return pa.table({"path": [relative], "rows": [rows.num_rows]})
-
-
-def _upsert(existing: pa.Table | None, incoming: pa.Table, key: tuple[str, ...]) -> pa.Table:
-    """`existing` rows whose `key` no incoming row has, then the incoming rows."""
-    if existing is None:
-        return incoming
-    existing = by_name(existing, incoming.schema)
-    replaced = {tuple(r.values()) for r in incoming.select(list(key)).to_pylist()}
-    kept = [tuple(r.values()) not in replaced for r in existing.select(list(key)).to_pylist()]
-    return pa.concat_tables([existing.filter(pa.array(kept, pa.bool_())), incoming])
 
 
 def _plain(value: Any) -> Any:

@@ -35,6 +35,7 @@ from synclog.errors import ConfigError
 from synclog.naming import Relation
 from synclog.storage.files import published, read_frame, remove
 from synclog.storage.manifest import Manifest, StoredFile
+from synclog.storage.owners import owner
 from synclog.targets import export
 from synclog.targets.base import Cutoffs, Target
 from synclog.targets.rows import Rows
@@ -231,7 +232,7 @@ class SqlTarget(Target):
     def _fill(self, stage: Relation, table: TableSpec, rows: Rows) -> int:
         if self.capabilities.staging is Staging.EXECUTORS:
             return self.load_frame(stage, table, rows.frame())
-        folder = f"staging/{stage.name}"
+        folder = f"staging/{owner()}/{stage.name}"
         try:
             schema, file_format = self.stage_schema(table), self.capabilities.staging_format
             manifest = rows.stage(self.storage, folder, schema, file_format)
@@ -354,7 +355,7 @@ class SqlTarget(Target):
         present = {name.lower() for name in existing}
         picked = ", ".join(self._read_column(c, c.name.lower() in present) for c in table.columns)
         sql = f"SELECT {picked} FROM {relation.render()} WHERE {self.quote('sync_id')} = {self.placeholder}"
-        folder = f"exports/{uuid.uuid4().hex}"
+        folder = f"exports/{owner()}/{uuid.uuid4().hex}"
         try:
             manifest = self.export(sql, [sync_id], table.arrow_schema(), folder)
             yield read_frame(spark, manifest, table.spark_schema())

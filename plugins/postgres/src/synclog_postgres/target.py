@@ -25,6 +25,8 @@ from synclog_postgres.connection import OUTAGES, connect, conninfo
 from synclog_postgres.copy import FAILURE_MARK, REFUSED_MARK, SUMMARY_DDL, DayCounts, stage_task
 
 _CURSOR = "synclog_export"
+_DDL_LOCK_CLASS = orphans.LOCK_CLASS + 1
+"""The advisory lock (class, 0) that DDL of synclog's takes turns under, apart from stage locks."""
 
 
 class PostgresTarget(SqlTarget):
@@ -98,7 +100,24 @@ class PostgresTarget(SqlTarget):
         """Create what is missing, plus an index on each table's replace key (replays look it up).
 
         Then drop the staging tables a killed driver left in these schemas (`orphans.sweep`).
+        Writers take turns (`_ddl_turn`): PostgreSQL's IF NOT EXISTS is no guard against a
+        concurrent CREATE of the same schema, table or index (a unique violation in its catalog).
         """
+        with self._ddl_turn():
+            self._ensure(tables)
+        with self._errors():
+            orphans.sweep(self.connection, {self.relation(self.table_spec(t)).parts[-2] for t in tables})
+
+    @contextmanager
+    def _ddl_turn(self) -> Iterator[None]:
+        """Hold the database-wide DDL lock of synclog (a session advisory lock) while the block runs."""
+        self.fetch("SELECT pg_advisory_lock(%s, 0)", [_DDL_LOCK_CLASS])
+        try:
+            yield
+        finally:
+            self.fetch("SELECT pg_advisory_unlock(%s, 0)", [_DDL_LOCK_CLASS])
+
+    def _ensure(self, tables: Sequence[TableSpec]) -> None:
         super().ensure(tables)
         for given in tables:
             relation = self.relation(self.table_spec(given))
@@ -109,8 +128,6 @@ class PostgresTarget(SqlTarget):
             )
             keys = ", ".join(self.quote(k) for k in given.replace_key)
             self.execute(f"CREATE INDEX IF NOT EXISTS {self.quote(index)} ON {relation.render()} ({keys})")
-        with self._errors():
-            orphans.sweep(self.connection, {self.relation(self.table_spec(t)).parts[-2] for t in tables})
 
     def _partitions(self, relation: Relation) -> list[partitions.Partition]:
         """The day partitions synclog made for `relation`, oldest first."""
@@ -131,9 +148,12 @@ class PostgresTarget(SqlTarget):
                 f"{relation}: {days[None]:,} rows have no {table.time_column}, "
                 "which the table is partitioned by"
             )
-        have = {p.day for p in self._partitions(relation)}
-        for day in sorted(d for d in days if d is not None and d not in have):
-            self.execute(partitions.create_sql(relation, partitions.partition(relation, day)))
+        if {d for d in days if d is not None} <= {p.day for p in self._partitions(relation)}:
+            return
+        with self._ddl_turn():
+            have = {p.day for p in self._partitions(relation)}
+            for day in sorted(d for d in days if d is not None and d not in have):
+                self.execute(partitions.create_sql(relation, partitions.partition(relation, day)))
 
     # -- the load: an UNLOGGED stage filled by the executors' COPY -----------------------------
 

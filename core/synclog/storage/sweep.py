@@ -1,0 +1,111 @@
+"""Remove what killed writers left under `storage`: the next writer's first step.
+
+A writer killed with SIGKILL (or whose machine died) cleans nothing up. What it may leave, all
+named with its owner tag (`synclog.storage.owners`), and what the sweep does with it once that
+owner is gone:
+
+    staging/<owner>/...                  load staging files          removed
+    exports/<owner>/...                  read-back exports           removed
+    runs/<sync>/<run>/w-…@<owner>/...    a run-store write's files   removed unless run.json names them
+    runs/<sync>/<run>/.run.json.…@<owner>.tmp   an unpublished manifest   removed
+
+A run's `run.json` and the files it names are the run store itself (batches waiting for the
+run's next write, `finish` or `flush`), never leftovers. Live writers' files are left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+from datetime import UTC, datetime
+
+import pyarrow.fs as pafs
+
+from synclog.storage.location import Location
+from synclog.storage.owners import gone, tag_of
+from synclog.storage.runstore import STATE, RunStore
+
+AREAS = ("staging", "exports")
+"""Folders of `storage` whose subfolders are each one process's (named by its owner tag)."""
+
+
+def sweep(storage: Location) -> list[str]:
+    """Remove the leftovers of gone writers under `storage`; return their paths (relative to it)."""
+    fs = storage.filesystem()
+    now = datetime.now(UTC)
+    removed: list[str] = []
+    for area in AREAS:
+        for info in _listing(fs, storage.path(area)):
+            name = posixpath.basename(info.path)
+            tag = name if info.type == pafs.FileType.Directory else None
+            if tag and gone(tag, _newest(fs, info), now):
+                with contextlib.suppress(FileNotFoundError):
+                    fs.delete_dir(info.path)
+                removed.append(storage.relative(info.path))
+    store = RunStore(storage)
+    for sync in _listing(fs, store.location.root):
+        if sync.type != pafs.FileType.Directory:
+            continue
+        for run in _listing(fs, sync.path):
+            if run.type == pafs.FileType.Directory:
+                removed.extend(_sweep_run(fs, storage, store, run.path, now))
+    return removed
+
+
+def _sweep_run(
+    fs: pafs.FileSystem, storage: Location, store: RunStore, folder: str, now: datetime
+) -> list[str]:
+    state = store._load(posixpath.join(folder, STATE))
+    named = (
+        {store.location.path(f.path) for files in state.batches.values() for f in files} if state else set()
+    )
+    files = [i for i in _listing(fs, folder, recursive=True) if i.type == pafs.FileType.File]
+    removed = []
+    for info in files:
+        if info.path in named or posixpath.basename(info.path) == STATE:
+            continue
+        inside = posixpath.relpath(info.path, folder).split("/")
+        tag = tag_of(inside[0])  # a write's folder, or an unpublished manifest
+        modified = info.mtime if isinstance(info.mtime, datetime) else None
+        if tag and gone(tag, modified, now):
+            with contextlib.suppress(FileNotFoundError):
+                fs.delete_file(info.path)
+            removed.append(storage.relative(info.path))
+    if removed and isinstance(fs, pafs.LocalFileSystem):
+        # Folders left empty (object stores have none); never a recursive delete: a live
+        # writer may be creating its own folder beside them.
+        emptied = {posixpath.dirname(storage.path(path)) for path in removed} | {folder}
+        for path in sorted(emptied, key=len, reverse=True):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+    return removed
+
+
+def sweep_scratch(fs: pafs.FileSystem, folder: str) -> list[str]:
+    """Remove the scratch files (`.NAME.<uuid>@<owner>.tmp`, see `published`) of gone writers in
+    `folder` (not below it); return their paths."""
+    removed = []
+    now = datetime.now(UTC)
+    for info in _listing(fs, folder):
+        name = posixpath.basename(info.path)
+        if info.type != pafs.FileType.File or not (name.startswith(".") and name.endswith(".tmp")):
+            continue
+        tag = tag_of(name)
+        modified = info.mtime if isinstance(info.mtime, datetime) else None
+        if tag and gone(tag, modified, now):
+            with contextlib.suppress(FileNotFoundError):
+                fs.delete_file(info.path)
+            removed.append(info.path)
+    return removed
+
+
+def _listing(fs: pafs.FileSystem, path: str, *, recursive: bool = False) -> list[pafs.FileInfo]:
+    return fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=recursive))
+
+
+def _newest(fs: pafs.FileSystem, folder: pafs.FileInfo) -> datetime | None:
+    """When anything inside `folder` last changed (for another host's leftovers)."""
+    inside = _listing(fs, folder.path, recursive=True)
+    times = [i.mtime for i in inside if i.type == pafs.FileType.File and isinstance(i.mtime, datetime)]
+    return max(times, default=folder.mtime if isinstance(folder.mtime, datetime) else None)

@@ -1,0 +1,186 @@
+"""A synclog writer in a process of its own, for the fault-injection driver (`harness.faults`).
+
+It starts one Spark session (its own JVM), with SYNCLOG_FAULT_WARM_UP set warms it up with a
+write into a throwaway DuckDB file, says {"event": "ready"}, and then runs requests, one JSON
+object per line on standard input, answering with JSON lines on standard output:
+
+    {"op": "write", "config": PATH, "target": URL, "run": {...}, "count": 40, "batches": 2,
+     "kill_at": ["swap", 2]}                   -> {"event": "started"} ... {"event": "done", ...}
+    {"op": "flush", "config": PATH, "target": URL}
+
+A write logs the run's batches one `write` at a time, then `finish`es it, as a sync engine
+does. With `kill_at` = [point, n], the n-th time the write reaches `point` the worker says
+{"event": "at", "point": ...} and waits: the driver then kills its whole process group with
+SIGKILL (the Python driver, the JVM and its Python workers). The points are places in synclog's
+write path, found by wrapping its methods here (nothing in synclog knows about them):
+
+    validation  the executors validated and stored a batch; the run store has not committed it
+    staging     a staging relation exists, empty (SQL targets); a lake load begins
+    load        the stage is filled (staged files still under storage); the lake's files are written
+    swap        inside the swap's transaction, every statement run, not committed
+    finish      everything is loaded; the run store has not forgotten the run
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+POINTS = ("validation", "staging", "load", "swap", "finish")
+_reached: Counter[str] = Counter()
+_kill_at: tuple[str, int] | None = None
+
+
+def say(**event: Any) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def reach(point: str) -> None:
+    """Count `point`; at the chosen occurrence, say so and wait for the SIGKILL."""
+    _reached[point] += 1
+    if _kill_at is not None and _kill_at == (point, _reached[point]):
+        say(event="at", point=point, n=_reached[point])
+        while True:
+            time.sleep(60)
+
+
+def _wrap(owner: type, name: str, point: str, *, after: bool) -> None:
+    original: Callable[..., Any] = getattr(owner, name)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if not after:
+            reach(point)
+        result = original(*args, **kwargs)
+        if after:
+            reach(point)
+        return result
+
+    setattr(owner, name, wrapped)
+
+
+def install_points() -> None:
+    """Wrap synclog's write path so that `reach` runs at each named point."""
+    from contextlib import suppress
+
+    from synclog.storage.runstore import RunStore
+    from synclog.targets.duckdb import DuckDBTarget
+    from synclog.targets.lake import LakeTarget
+    from synclog.targets.sql import SqlTarget
+
+    _wrap(RunStore, "_commit", "validation", after=False)
+    _wrap(RunStore, "drop", "finish", after=False)
+    _wrap(DuckDBTarget, "create_stage", "staging", after=True)
+    _wrap(DuckDBTarget, "load_files", "load", after=True)
+    _wrap(LakeTarget, "replace_rows", "staging", after=False)
+    _wrap(LakeTarget, "_remove_stale", "load", after=False)
+    with suppress(ImportError):  # a plugin's own load step
+        from synclog_postgres.target import PostgresTarget
+
+        _wrap(PostgresTarget, "create_stage", "staging", after=True)
+        _wrap(PostgresTarget, "load_frame", "load", after=True)
+
+    def run_swap(self: SqlTarget, statements: Any) -> None:
+        with self.transaction():
+            for sql, params in statements:
+                self.execute(sql, params)
+            reach("swap")
+
+    SqlTarget.run_swap = run_swap  # type: ignore[method-assign]
+
+
+def write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    from synclog.config import Config
+    from synclog.model import Run
+    from synclog.testing.factories import make_records, record_rows
+    from synclog.writer import SyncLog
+
+    run = Run.from_dict(request["run"])
+    rows = record_rows(run, count=request["count"], batches=request["batches"])
+    pending = False
+    with SyncLog.open(request["target"], Config.load(Path(request["config"])), spark) as log:
+        for batch in range(request["batches"]):
+            frame = make_records(spark, [r for r in rows if r[5] == batch])
+            pending |= log.write(run, frame).pending
+        log.finish(run)
+        pending |= log.store.pending_of(run) is not None
+    return {"pending": pending}
+
+
+def flush(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    from synclog.config import Config
+    from synclog.writer import SyncLog
+
+    with SyncLog.open(request["target"], Config.load(Path(request["config"])), spark) as log:
+        still = log.flush()
+    return {"still_pending": len(still)}
+
+
+def cleanup(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    from synclog.config import Config
+    from synclog.writer import SyncLog
+
+    with SyncLog.open(request["target"], Config.load(Path(request["config"])), spark) as log:
+        return {"deleted": log.cleanup().total}
+
+
+OPS = {"write": write, "flush": flush, "cleanup": cleanup}
+WARM_UP_ENV = "SYNCLOG_FAULT_WARM_UP"
+
+
+def warm_up(spark: Any) -> None:
+    """One write into a throwaway DuckDB file, so that the faulted write is not the JVM's first
+    (the first write of a Spark session takes several times as long as the next ones)."""
+    from datetime import UTC, datetime
+
+    from synclog.testing.factories import make_run
+
+    with tempfile.TemporaryDirectory(prefix="synclog-warm-up-") as folder:
+        config = Path(folder) / "synclog.toml"
+        config.write_text(
+            f'storage = "{folder}/storage"\n\n[defaults]\nlayouts = ["census"]\n\n'
+            f'[targets.default]\nurl = "duckdb:///{folder}/logs.duckdb"\n'
+        )
+        run = make_run(sync_id=1, sync_run_id=1, started_at=datetime.now(UTC).replace(microsecond=0))
+        write(spark, {"target": None, "config": str(config), "run": run.to_dict(), "count": 10, "batches": 2})
+
+
+def main() -> None:
+    global _kill_at
+    from synclog.spark import spark_session
+
+    os.environ.setdefault("SYNCLOG_SHUFFLE_PARTITIONS", "2")
+    spark = spark_session("synclog-fault-worker")
+    if os.environ.get(WARM_UP_ENV):
+        warm_up(spark)
+    install_points()
+    say(event="ready", pid=os.getpid())
+    for line in sys.stdin:
+        request = json.loads(line)
+        _reached.clear()
+        _kill_at = tuple(request["kill_at"]) if request.get("kill_at") else None  # type: ignore[assignment]
+        say(event="started")
+        started = time.perf_counter()
+        try:
+            result = OPS[request["op"]](spark, request)
+        except Exception as exc:
+            say(
+                event="error",
+                error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}",
+                traceback=traceback.format_exc()[-2000:],
+                reached=dict(_reached),
+            )
+            continue
+        say(event="done", seconds=time.perf_counter() - started, reached=dict(_reached), **result)
+
+
+if __name__ == "__main__":
+    main()

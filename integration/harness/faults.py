@@ -1,0 +1,762 @@
+"""Fault injection into synclog writers: the driver shared by `integration/test_faults.py` and
+`bench/faults.py`.
+
+A trial gives a fresh target (a DuckDB file, a PostgreSQL database, an S3 prefix) and a fresh
+storage folder, has a writer process (`fault_worker.py`, a Spark session of its own) log one
+run, and injects one fault into it:
+
+    kill@POINT  SIGKILL of the writer's whole process group (its Python driver, JVM and Python
+                workers) when the write reaches a named point of the write path (see
+                `fault_worker.POINTS`), at a random one of the times it reaches it
+    kill@random SIGKILL of the process group at a random time into the write
+    cut         the connection to the target is cut mid-write (the loopback forwarder in front
+                of PostgreSQL or S3 closes: open connections reset, new ones refused) and comes
+                back up to 3 s later; the writer keeps running
+    outage      the target is unreachable for the whole write (forwarder closed; for DuckDB,
+                another process holds the database file's lock), back afterwards
+
+Then it recovers as an operator would: a second writer process runs `flush`, and, after a kill,
+writes the run again. And it checks: every table (every file, on the lake) holds exactly the
+rows a write without a fault leaves (lost = reference rows missing, duplicated = rows beyond
+the reference), no staging relation or scratch file is left in the target, and nothing is left
+under storage (the spool is empty; no staging, export or run-store file).
+
+Columns whose values differ between two clean writes of the same run (load times) are left
+out of the comparison; the two clean writes are the reference.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .fault_worker import WARM_UP_ENV
+from .forwarder import forward
+from .processes import free_port
+
+WORKER = Path(__file__).with_name("fault_worker.py")
+POINTS = ("validation", "staging", "load", "swap", "finish")
+READY_TIMEOUT_S = 240.0
+OP_TIMEOUT_S = 600.0
+
+Rows = Counter[tuple[tuple[str, str], ...]]
+Contents = dict[str, list[dict[str, Any]]]
+
+
+# -- worker processes ---------------------------------------------------------------------------
+
+
+class Worker:
+    """A `fault_worker.py` process: its own session (process group), one Spark session."""
+
+    def __init__(self, env: Mapping[str, str], log: Path) -> None:
+        self.log = log
+        with log.open("ab") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(WORKER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env={**os.environ, **env},
+                cwd=log.parent,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
+            )
+        self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.ready = False
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with contextlib.suppress(ValueError):
+                self.events.put(json.loads(line))
+        self.events.put(None)
+
+    def next(self, timeout: float) -> dict[str, Any] | None:
+        """The next event, or None when the process ended or `timeout` passed."""
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
+        event = self.next(READY_TIMEOUT_S)
+        if not event or event.get("event") != "ready":
+            self.kill()
+            raise RuntimeError(f"the fault worker did not start: {event}; see {self.log}")
+        self.ready = True
+
+    def send(self, request: Mapping[str, Any]) -> None:
+        self.wait_ready()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        started = self.next(OP_TIMEOUT_S)
+        if not started or started.get("event") != "started":
+            raise RuntimeError(f"the fault worker did not start the request: {started}; see {self.log}")
+
+    def call(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a request to its end; its last event."""
+        self.send(request)
+        event = self.next(OP_TIMEOUT_S)
+        if event is None:
+            raise RuntimeError(f"the fault worker died or hung; see {self.log}")
+        return event
+
+    def kill(self) -> None:
+        """SIGKILL the worker's process group: the Python driver, its JVM and the JVM's Python workers."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=60)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.alive:
+            self.kill()
+
+
+class Workers:
+    """The writer processes of a series of trials: one that recovers and checks (it stays up), and
+    the next writers to fault, started ahead and warmed up (a Spark session takes a while to
+    start, and its first write far longer than the next ones): `spares` of them, so that the
+    next victim is ready while a killed one's replacement is still starting."""
+
+    def __init__(self, logs: Path, spares: int = 2) -> None:
+        self.logs = logs
+        logs.mkdir(parents=True, exist_ok=True)
+        self.env = {
+            "SYNCLOG_SHUFFLE_PARTITIONS": "2",
+            "SYNCLOG_DRIVER_MEMORY": "1g",
+            # Short-lived JVMs: the client compiler only, and the serial collector, start a
+            # third faster on 2 cores; what a kill does to the writer is the same.
+            "JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        }
+        self.depth = spares
+        self.started = 0
+        """Writer processes started (each a Spark session of its own)."""
+        self.recovery = self._start("recovery", warm=False)
+        self.spares: list[Worker] = []
+        self.prewarm()
+
+    def _start(self, name: str, *, warm: bool = True) -> Worker:
+        self.started += 1
+        return Worker({**self.env, WARM_UP_ENV: "1" if warm else ""}, self.logs / f"{name}.log")
+
+    def victim(self) -> Worker:
+        """A ready writer to inject a fault into."""
+        victim = self.spares.pop(0) if self.spares else self._start("writers")
+        victim.wait_ready()
+        return victim
+
+    def prewarm(self) -> None:
+        while len(self.spares) < self.depth:
+            self.spares.append(self._start("writers"))
+
+    def give_back(self, worker: Worker) -> None:
+        """A writer the fault missed (its write ended first): it serves the next trial."""
+        if worker.alive:
+            self.spares.insert(0, worker)
+        else:
+            worker.close()
+            self.prewarm()
+
+    def close(self) -> None:
+        for worker in (self.recovery, *self.spares):
+            worker.close()
+
+
+class Switch:
+    """A forwarder on a fixed loopback port that can be taken down (cutting its connections) and up."""
+
+    def __init__(self, to_host: str, to_port: int) -> None:
+        self.port = free_port()
+        self.to = (to_host, to_port)
+        self._stack: contextlib.ExitStack | None = None
+        self._lock = threading.Lock()
+
+    def up(self) -> None:
+        with self._lock:
+            if self._stack is None:
+                stack = contextlib.ExitStack()
+                for attempt in range(50):
+                    try:
+                        stack.enter_context(forward(self.port, *self.to))
+                        break
+                    except OSError:
+                        if attempt == 49:
+                            raise
+                        time.sleep(0.1)
+                self._stack = stack
+
+    def down(self) -> None:
+        with self._lock:
+            if self._stack is not None:
+                self._stack.close()
+                self._stack = None
+
+
+# -- targets ------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrialTarget:
+    """One trial's fresh target and storage."""
+
+    name: str
+    url: str
+    folder: Path
+    config: Path
+    storage: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Scenario(ABC):
+    """A kind of target: how to make a fresh one, read everything it holds, and find leftovers."""
+
+    name: str
+    layouts: tuple[str, ...]
+    faults: tuple[str, ...]
+    switch: Switch | None = None
+    options: Mapping[str, str] = {}
+    """The target's `options` in synclog.toml."""
+
+    def __init__(self, root: Path, layouts: tuple[str, ...] | None = None) -> None:
+        self.root = root
+        if layouts:
+            self.layouts = layouts
+
+    def fresh(self, trial: str) -> TrialTarget:
+        folder = self.root / self.name / trial
+        folder.mkdir(parents=True)
+        storage = folder / "storage"
+        url = self.make_target(trial, folder)
+        config = folder / "synclog.toml"
+        layouts = ", ".join(f'"{name}"' for name in self.layouts)
+        options = ", ".join(f'{key} = "{value}"' for key, value in self.options.items())
+        config.write_text(
+            f'storage = "{storage}"\n\n[defaults]\nlayouts = [{layouts}]\n\n'
+            f'[targets.default]\nurl = "{url}"\noptions = {{ {options} }}\n'
+        )
+        return TrialTarget(trial, url, folder, config, storage)
+
+    @abstractmethod
+    def make_target(self, trial: str, folder: Path) -> str:
+        """A fresh, empty target for `trial`; its URL as writers use it."""
+
+    @abstractmethod
+    def contents(self, target: TrialTarget) -> Contents:
+        """Every row the target holds, per table (or file)."""
+
+    @abstractmethod
+    def leftovers(self, target: TrialTarget) -> list[str]:
+        """Staging relations or scratch files left in the target."""
+
+    def outage(self) -> contextlib.AbstractContextManager[None]:
+        """The target unreachable while the block runs."""
+        assert self.switch is not None
+        return _switched_off(self.switch)
+
+    def discard(self, target: TrialTarget) -> None:
+        """Free what a checked trial's target holds."""
+        shutil.rmtree(target.folder, ignore_errors=True)
+
+    def close(self) -> None:
+        if self.switch is not None:
+            self.switch.down()
+
+
+@contextlib.contextmanager
+def _switched_off(switch: Switch) -> Iterator[None]:
+    switch.down()
+    try:
+        yield
+    finally:
+        switch.up()
+
+
+class DuckDBScenario(Scenario):
+    name = "duckdb"
+    layouts = ("census", "hightouch")
+    faults = ("kill@point", "kill@random", "outage")
+
+    def make_target(self, trial: str, folder: Path) -> str:
+        return f"duckdb:///{folder / 'logs.duckdb'}"
+
+    def _path(self, target: TrialTarget) -> str:
+        return target.url.removeprefix("duckdb:///")
+
+    def contents(self, target: TrialTarget) -> Contents:
+        import duckdb
+
+        if not Path(self._path(target)).exists():
+            return {}
+        with duckdb.connect(self._path(target), read_only=True) as conn:
+            tables = conn.execute(
+                "SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT temporary "
+                "AND table_name <> 'synclog_versions' ORDER BY 1, 2"
+            ).fetchall()
+            found: Contents = {}
+            for schema, table in tables:
+                cursor = conn.execute(f'SELECT * FROM "{schema}"."{table}"')
+                names = [d[0] for d in cursor.description]
+                found[f"{schema}.{table}"] = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+            return found
+
+    def leftovers(self, target: TrialTarget) -> list[str]:
+        import duckdb
+
+        if not Path(self._path(target)).exists():
+            return []
+        with duckdb.connect(self._path(target), read_only=True) as conn:
+            rows = conn.execute(
+                "SELECT schema_name || '.' || table_name FROM duckdb_tables() "
+                "WHERE table_name LIKE '\\_synclog\\_stage\\_%' ESCAPE '\\'"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    @contextlib.contextmanager
+    def _held(self, path: str) -> Iterator[None]:
+        """Another process holds the database file open (DuckDB lets one process write a file)."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        holder = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+                "sys.stdin.read()",
+                path,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert holder.stdout is not None and holder.stdin is not None
+        holder.stdout.readline()
+        try:
+            yield
+        finally:
+            holder.stdin.close()
+            holder.wait(timeout=60)
+
+    def outage_for(self, target: TrialTarget) -> contextlib.AbstractContextManager[None]:
+        return self._held(self._path(target))
+
+
+class PostgresScenario(Scenario):
+    name = "postgres"
+    layouts = ("census", "hightouch")
+    faults = ("kill@point", "kill@random", "cut", "outage")
+
+    def __init__(
+        self,
+        root: Path,
+        host: str,
+        port: int,
+        user: str,
+        database: str,
+        layouts: tuple[str, ...] | None = None,
+    ) -> None:
+        super().__init__(root, layouts)
+        self.server = (host, port, user, database)
+        self.switch = Switch(host, port)
+        self.switch.up()
+
+    def _admin(self, database: str | None = None) -> Any:
+        import psycopg
+
+        host, port, user, default = self.server
+        return psycopg.connect(host=host, port=port, user=user, dbname=database or default, autocommit=True)
+
+    def make_target(self, trial: str, folder: Path) -> str:
+        name = f"f_{trial}".replace("-", "_")
+        with self._admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        _, _, user, _ = self.server
+        return f"postgresql://{user}@127.0.0.1:{self.switch.port}/{name}"  # type: ignore[union-attr]
+
+    def _database(self, target: TrialTarget) -> str:
+        return target.url.rsplit("/", 1)[1]
+
+    def contents(self, target: TrialTarget) -> Contents:
+        found: Contents = {}
+        with self._admin(self._database(target)) as conn:
+            tables = conn.execute(
+                "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
+                "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+                "AND c.relname <> 'synclog_versions' AND c.relname NOT LIKE '\\_synclog\\_stage\\_%' "
+                "ORDER BY 1, 2"
+            ).fetchall()
+            for schema, table in tables:
+                cursor = conn.execute(f'SELECT * FROM "{schema}"."{table}"')
+                names = [d.name for d in cursor.description or ()]
+                found[f"{schema}.{table}"] = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+        return found
+
+    def leftovers(self, target: TrialTarget) -> list[str]:
+        with self._admin(self._database(target)) as conn:
+            rows = conn.execute(
+                "SELECT n.nspname || '.' || c.relname FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname LIKE '\\_synclog\\_stage\\_%'"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def discard(self, target: TrialTarget) -> None:
+        with self._admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{self._database(target)}" WITH (FORCE)')
+        super().discard(target)
+
+    def outage_for(self, target: TrialTarget) -> contextlib.AbstractContextManager[None]:
+        return self.outage()
+
+
+class LakeScenario(Scenario):
+    name = "lake"
+    layouts = ("lake",)
+    faults = ("kill@point", "kill@random", "cut", "outage")
+
+    def __init__(self, root: Path, endpoint: str, s3_env: Mapping[str, str], bucket: str) -> None:
+        super().__init__(root)
+        host, port = endpoint.removeprefix("http://").split(":")
+        self.switch = Switch(host, int(port))
+        self.switch.up()
+        self.bucket = bucket
+        self.direct = dict(s3_env)
+        self.options = {
+            "endpoint_url": f"http://127.0.0.1:{self.switch.port}",
+            "access_key_id": s3_env["AWS_ACCESS_KEY_ID"],
+            "secret_access_key": s3_env["AWS_SECRET_ACCESS_KEY"],
+            "region": s3_env["AWS_REGION"],
+        }
+
+    def _fs(self) -> pafs.S3FileSystem:
+        return pafs.S3FileSystem(
+            endpoint_override=self.direct["AWS_ENDPOINT_URL"],
+            access_key=self.direct["AWS_ACCESS_KEY_ID"],
+            secret_key=self.direct["AWS_SECRET_ACCESS_KEY"],
+            region=self.direct["AWS_REGION"],
+        )
+
+    def make_target(self, trial: str, folder: Path) -> str:
+        return f"lake+s3://{self.bucket}/{trial}"
+
+    def _files(self, target: TrialTarget) -> list[str]:
+        fs = self._fs()
+        prefix = f"{self.bucket}/{target.name}"
+        selector = pafs.FileSelector(prefix, recursive=True, allow_not_found=True)
+        return sorted(i.path for i in fs.get_file_info(selector) if i.is_file)
+
+    def contents(self, target: TrialTarget) -> Contents:
+        fs = self._fs()
+        found: Contents = {}
+        prefix = f"{self.bucket}/{target.name}/"
+        for path in self._files(target):
+            name = path.removeprefix(prefix)
+            if name.rsplit("/", 1)[-1].startswith("."):
+                continue  # scratch files: `leftovers`
+            if path.endswith(".parquet"):
+                found[name] = pq.read_table(path, filesystem=fs).to_pylist()
+            elif path.endswith(".json"):
+                with fs.open_input_stream(path) as stream:
+                    found[name] = [json.loads(stream.read())]
+            else:
+                found[name] = [{"unexpected file": name}]
+        return found
+
+    def leftovers(self, target: TrialTarget) -> list[str]:
+        return [p for p in self._files(target) if p.rsplit("/", 1)[-1].startswith(".")]
+
+    def discard(self, target: TrialTarget) -> None:
+        fs = self._fs()
+        with contextlib.suppress(OSError):
+            fs.delete_dir(f"{self.bucket}/{target.name}")
+        super().discard(target)
+
+    def outage_for(self, target: TrialTarget) -> contextlib.AbstractContextManager[None]:
+        return self.outage()
+
+
+# -- trials -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one injected fault did and what was found after recovery."""
+
+    target: str
+    fault: str
+    landed: bool
+    """The fault struck while the write was under way (a kill before it ended, a cut mid-write)."""
+    where: str = ""
+    lost: int = 0
+    duplicated: int = 0
+    leftovers: list[str] = field(default_factory=list)
+    storage_files: list[str] = field(default_factory=list)
+    writer: str = ""
+    """How the faulted write ended: killed, done, pending (kept for flush), error: …"""
+    recovery: str = ""
+    seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds spent making the target, injecting the fault, recovering, checking."""
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.duplicated or self.leftovers or self.storage_files)
+
+
+def storage_files(storage: Path) -> list[str]:
+    """Every file under a storage folder (empty folders do not count)."""
+    if not storage.exists():
+        return []
+    return sorted(str(p.relative_to(storage)) for p in storage.rglob("*") if p.is_file())
+
+
+def run_of(sync_id: int, sync_run_id: int, started: datetime | None = None) -> dict[str, Any]:
+    from synclog.testing.factories import make_run
+
+    started = started or datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    return make_run(sync_id=sync_id, sync_run_id=sync_run_id, started_at=started).to_dict()
+
+
+def _project(contents: Contents, volatile: Mapping[str, set[str]]) -> dict[str, Rows]:
+    projected: dict[str, Rows] = {}
+    for table, rows in contents.items():
+        skip = volatile.get(table, set())
+        projected[table] = Counter(
+            tuple(sorted((k, _text(v)) for k, v in row.items() if k not in skip)) for row in rows
+        )
+    return projected
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, str) and value[:1] in "{[":
+        with contextlib.suppress(ValueError):
+            return json.dumps(json.loads(value), sort_keys=True)
+    return str(value)
+
+
+def _volatile(a: Contents, b: Contents) -> dict[str, set[str]]:
+    """Per table, the columns whose values differ between two clean writes of the same run."""
+    volatile: dict[str, set[str]] = {}
+    for table in set(a) | set(b):
+        rows_a, rows_b = a.get(table, []), b.get(table, [])
+        columns = {k for r in [*rows_a, *rows_b] for k in r}
+        volatile[table] = {
+            c
+            for c in columns
+            if sorted(_text(r.get(c)) for r in rows_a) != sorted(_text(r.get(c)) for r in rows_b)
+        }
+    return volatile
+
+
+class Driver:
+    """Runs trials against one scenario: a recovery worker stays up; writers are killed and replaced."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        workers: Workers,
+        *,
+        count: int = 40,
+        batches: int = 2,
+        seed: int = 14,
+    ) -> None:
+        self.scenario = scenario
+        self.workers = workers
+        self.recovery = workers.recovery
+        self.count, self.batches = count, batches
+        self.random = random.Random(seed)
+        self.reference: dict[str, Rows] = {}
+        self.volatile: dict[str, set[str]] = {}
+        self.reached: dict[str, int] = {}
+        self.write_seconds = 10.0
+        self._trials = 0
+        self._point_turn = 0
+        self.run = run_of(7000, 1000)
+        """The run every trial writes, into a fresh target each time."""
+
+    def _write(
+        self, target: TrialTarget, run: dict[str, Any], kill_at: tuple[str, int] | None = None
+    ) -> dict:
+        return {
+            "op": "write",
+            "target": None,
+            "config": str(target.config),
+            "run": run,
+            "count": self.count,
+            "batches": self.batches,
+            "kill_at": list(kill_at) if kill_at else None,
+            "cwd": str(target.folder),
+        }
+
+    def _flush(self, target: TrialTarget) -> dict[str, Any]:
+        return {"op": "flush", "target": None, "config": str(target.config), "cwd": str(target.folder)}
+
+    def prepare(self) -> None:
+        """Two clean writes of one run: the reference rows, the columns that vary, the points' counts."""
+        dumps = []
+        for name in ("reference-a", "reference-b"):
+            target = self.scenario.fresh(name)
+            done = self.recovery.call(self._write(target, self.run))
+            if done.get("event") != "done" or done.get("pending"):
+                raise RuntimeError(f"the reference write failed: {done}")
+            self.reached = done["reached"]
+            self.write_seconds = float(done["seconds"])
+            dumps.append(self.scenario.contents(target))
+            self.scenario.discard(target)
+        self.volatile = _volatile(*dumps)
+        self.reference = _project(dumps[0], self.volatile)
+
+    def trial(self, fault: str, point: str | None = None) -> Outcome:
+        """One fault, the recovery, and the checks (`point`: where a `kill@point` strikes, else random)."""
+        started = time.perf_counter()
+        self._trials += 1
+        name = f"t{self._trials:04d}-{uuid.uuid4().hex[:6]}"
+        target = self.scenario.fresh(name)
+        run = self.run
+        outcome = Outcome(self.scenario.name, fault, landed=False)
+        clock = _Clock(outcome.phases, started)
+        clock.lap("target")
+        killed = False
+        if fault.startswith("kill"):
+            killed = self._kill(fault, target, run, outcome, point)
+        elif fault == "cut":
+            self._cut(target, run, outcome)
+        elif fault == "outage":
+            victim = self.workers.victim()
+            with self.scenario.outage_for(target):  # type: ignore[attr-defined]
+                event = victim.call(self._write(target, run))
+            outcome.landed = True
+            outcome.writer = _ending(event)
+            self.workers.give_back(victim)
+        clock.lap("fault")
+        self._recover(target, run, outcome, rewrite=killed or outcome.writer.startswith("error"))
+        clock.lap("recovery")
+        self._check(target, outcome)
+        clock.lap("check")
+        outcome.seconds = time.perf_counter() - started
+        if outcome.ok:
+            self.scenario.discard(target)
+        return outcome
+
+    def _kill(
+        self, fault: str, target: TrialTarget, run: dict[str, Any], outcome: Outcome, point: str | None
+    ) -> bool:
+        victim = self.workers.victim()
+        if fault == "kill@point":
+            if point is None:  # every point in turn, so that each is struck as often
+                offered = [p for p in POINTS if self.reached.get(p)]
+                point = offered[self._point_turn % len(offered)]
+                self._point_turn += 1
+            nth = self.random.randint(1, self.reached[point])
+            outcome.where = f"{point} #{nth}"
+            victim.send(self._write(target, run, (point, nth)))
+            event = victim.next(OP_TIMEOUT_S)
+            landed = bool(event and event.get("event") == "at")
+        else:
+            delay = self.random.uniform(0.0, self.write_seconds)
+            outcome.where = f"{delay:.2f}s in"
+            victim.send(self._write(target, run))
+            event = victim.next(delay)
+            landed = event is None
+        if landed:
+            victim.kill()
+            self.workers.prewarm()  # its replacement starts while the recovery runs
+            outcome.landed, outcome.writer = True, "killed"
+            return True
+        # The write ended first: no fault; the writer serves the next trial.
+        if event and event.get("event") != "done":
+            event = victim.next(OP_TIMEOUT_S) if event.get("event") == "at" else event
+        outcome.writer = _ending(event)
+        self.workers.give_back(victim)
+        return False
+
+    def _cut(self, target: TrialTarget, run: dict[str, Any], outcome: Outcome) -> None:
+        switch = self.scenario.switch
+        assert switch is not None
+        victim = self.workers.victim()
+        delay = self.random.uniform(0.0, self.write_seconds)
+        down_for = self.random.uniform(0.2, 3.0)
+        outcome.where = f"{delay:.2f}s in, down {down_for:.1f}s"
+        victim.send(self._write(target, run))
+        event = victim.next(delay)
+        if event is None:
+            outcome.landed = True
+            switch.down()
+            time.sleep(down_for)
+            switch.up()
+            event = victim.next(OP_TIMEOUT_S)
+        outcome.writer = _ending(event)
+        self.workers.give_back(victim)
+
+    def _recover(self, target: TrialTarget, run: dict[str, Any], outcome: Outcome, *, rewrite: bool) -> None:
+        steps = [_ending(self.recovery.call(self._flush(target)))]
+        if rewrite:
+            steps.append(_ending(self.recovery.call(self._write(target, run))))
+        outcome.recovery = ", ".join(steps)
+
+    def _check(self, target: TrialTarget, outcome: Outcome) -> None:
+        got = _project(self.scenario.contents(target), self.volatile)
+        for table in set(got) | set(self.reference):
+            want, have = self.reference.get(table, Counter()), got.get(table, Counter())
+            outcome.lost += sum((want - have).values())
+            outcome.duplicated += sum((have - want).values())
+        outcome.leftovers = self.scenario.leftovers(target)
+        outcome.storage_files = storage_files(target.storage)
+
+
+class _Clock:
+    """Laps of a trial, in seconds, into `phases`."""
+
+    def __init__(self, phases: dict[str, float], started: float) -> None:
+        self.phases, self.last = phases, started
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = round(now - self.last, 2)
+        self.last = now
+
+
+def _ending(event: dict[str, Any] | None) -> str:
+    if event is None:
+        return "error: no answer"
+    if event.get("event") == "done":
+        if event.get("still_pending"):
+            return f"still pending ({event['still_pending']})"
+        return "pending" if event.get("pending") else "done"
+    return f"error: {event.get('error', event)}"
+
+
+def outcome_row(outcome: Outcome) -> dict[str, Any]:
+    return {**asdict(outcome), "ok": outcome.ok}
