@@ -119,5 +119,7 @@ def diff(records: DataFrame, previous: DataFrame, *, full_model: bool) -> Diff:
     first = F.row_number().over(Window.partitionBy("row_id").orderBy("log_id")) == 1
     ranked = records.withColumn(_FIRST, first).withColumn(_IN_RUN, F.lit(True))
     before = previous.select([F.col(c).alias(PREVIOUS + c) for c in previous.columns])
-    joined = ranked.join(before, ranked["row_id"] == before[PREVIOUS + "row_id"], "full_outer")
+    # A sort-merge join: the planner would broadcast a side it guesses small (a filtered diff
+    # joins like an outer join), which collects a whole run or snapshot to the driver.
+    joined = ranked.hint("merge").join(before, ranked["row_id"] == before[PREVIOUS + "row_id"], "full_outer")
     return Diff(joined, full_model)

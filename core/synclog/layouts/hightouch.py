@@ -286,7 +286,7 @@ def _is_baseline_of(baseline: DataFrame, run: Run) -> bool:
 def _before(current: DataFrame, baseline: DataFrame) -> DataFrame:
     """The snapshot as it was before the baseline's run: its touched rows put back as they were."""
     touched = baseline.where(F.col("row_id").isNotNull())
-    kept = current.join(touched.select("row_id"), "row_id", "left_anti")
+    kept = current.hint("merge").join(touched.select("row_id"), "row_id", "left_anti")  # never broadcast
     return kept.unionByName(touched.where(F.col("existed")).select(*current.columns))
 
 
