@@ -72,7 +72,6 @@ class SyncLog:
         self._spark = _reachable(spark, self.config) if spark is not None else None
         self.progress = progress or (lambda _message: None)
         self.store = RunStore(self.config.storage)
-        sweep(self.config.storage)  # what writers killed earlier left behind
         self._ensured: set[TableSpec] = set()
         self._loaded: dict[str, str] = {}
         """Per table, the digest of the driver-built rows loaded last (loading them again is a no-op)."""
@@ -94,7 +93,8 @@ class SyncLog:
         batches wait in the run store and every later write tries to connect again.
         `policy` replaces every sync's configured payload policy. `read_only` (for reads and
         retention) refuses a file-backed target whose file does not exist, with a ConfigError,
-        instead of creating an empty database. `writes` starts Spark before the target is
+        instead of creating an empty database, and leaves `storage` as it is (only writers sweep
+        what killed writers left there). `writes` starts Spark before the target is
         touched, so executors that cannot reach `storage` are refused first.
         """
         config = config or Config.load()
@@ -104,6 +104,8 @@ class SyncLog:
         kind.check(url, settings)  # before Spark starts: a malformed or missing file fails at once
         connector = Connector.for_type(kind, url, settings)
         log = cls(connector, config, spark, progress, policy)
+        if not read_only:
+            sweep(config.storage)  # what writers killed earlier left behind; reads leave it be
         if writes:
             log.spark  # noqa: B018 - refuses unreachable storage before the target is touched
         try:
