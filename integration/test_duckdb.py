@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from synclog.errors import ConfigError
+from synclog.targets.base import TargetSettings
+from synclog.targets.duckdb import DuckDBTarget
 from synclog.testing.conformance import Outage, TargetConformance, file_outage
+from synclog.urls import TargetURL
 
 
 @pytest.fixture
@@ -19,3 +23,32 @@ class TestDuckDB(TargetConformance):
     @pytest.fixture
     def outage(self, tmp_path: Path) -> Iterator[Outage]:
         yield file_outage(tmp_path, "duckdb", "logs.duckdb")
+
+
+def test_memory_limit_is_bounded_by_default_and_configurable(tmp_path: Path) -> None:
+    """DuckDB runs inside the driver: its memory is capped (1GB unless the URL or options say)."""
+
+    def limit(url: str, **options: str) -> str:
+        target = DuckDBTarget(TargetURL.parse(url), TargetSettings(options=options))
+        try:
+            return str(target.fetch("SELECT current_setting('memory_limit')")[0][0])
+        finally:
+            target.close()
+
+    path = tmp_path / "limits.duckdb"
+    assert limit(f"duckdb:///{path}") == "953.6 MiB"  # 1GB, as DuckDB shows it
+    assert limit(f"duckdb:///{path}?memory_limit=2GB") == "1.8 GiB"
+    assert limit(f"duckdb:///{path}", memory_limit="512MB") == "488.2 MiB"
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("memory_limit=lots", r"DuckDB memory_limit 'lots': .*number"),
+        ("threads=2", r"unknown DuckDB option\(s\) threads \(known: memory_limit\)"),
+    ],
+)
+def test_bad_duckdb_options_are_config_errors(tmp_path: Path, query: str, message: str) -> None:
+
+    with pytest.raises(ConfigError, match=message):
+        DuckDBTarget(TargetURL.parse(f"duckdb:///{tmp_path / 'x.duckdb'}?{query}"), TargetSettings())

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 
 from synclog.capabilities import Capabilities, Casefold
-from synclog.errors import TargetError, outages
+from synclog.errors import ConfigError, TargetError, first_line, outages
 from synclog.naming import Relation
 from synclog.plugins.hookspecs import hookimpl
 from synclog.storage.manifest import Manifest
@@ -30,6 +30,13 @@ CAPABILITIES = Capabilities(
 
 SYNCLOG_PLUGIN_API = 1
 """The plugin API this built-in target is written against (see `synclog.plugin_api`)."""
+
+MEMORY_LIMIT = "memory_limit"
+DEFAULT_MEMORY_LIMIT = "1GB"
+"""DuckDB's memory (its buffer pool: stages, hash tables, cached blocks) inside the driver process.
+DuckDB's own default is 80% of the machine's RAM, and the driver holds the Spark driver too;
+beyond the limit DuckDB spills to `<database>.tmp`, so a load's memory does not grow with its rows."""
+_OPTIONS = (MEMORY_LIMIT,)
 
 _FILES = "_synclog_files"
 _OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
@@ -51,6 +58,7 @@ class DuckDBTarget(SqlTarget):
     def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
         super().__init__(url, settings)
         self.path = database_path(url)
+        memory_limit = _option(url, settings, MEMORY_LIMIT, DEFAULT_MEMORY_LIMIT)
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -58,6 +66,14 @@ class DuckDBTarget(SqlTarget):
         except (OSError, duckdb.Error) as exc:
             raise TargetError(f"cannot open DuckDB database {self.path}: {exc}") from None
         self.connection.execute("SET TimeZone = 'UTC'")
+        self._limit_memory(memory_limit)
+
+    def _limit_memory(self, limit: str) -> None:
+        try:
+            self.connection.execute("SET memory_limit = ?", [limit])
+        except duckdb.Error as exc:
+            self.connection.close()
+            raise ConfigError(f"DuckDB memory_limit {limit!r}: {first_line(exc)}") from None
 
     def _errors(self) -> Any:
         return outages(_OUTAGES, f"DuckDB {self.path}")
@@ -117,6 +133,16 @@ class DuckDBTarget(SqlTarget):
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _option(url: TargetURL, settings: TargetSettings, name: str, default: str) -> str:
+    """An option from the URL's query (`?memory_limit=4GB`) or the target's `options`; unknown
+    query keys are refused."""
+    unknown = sorted(set(url.query) - set(_OPTIONS))
+    if unknown:
+        known = ", ".join(_OPTIONS)
+        raise ConfigError(f"{url}: unknown DuckDB option(s) {', '.join(unknown)} (known: {known})")
+    return str(url.query.get(name, settings.options.get(name, default)))
 
 
 def _cast(column: str, type_: ColumnType) -> str:
