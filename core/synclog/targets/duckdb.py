@@ -38,7 +38,6 @@ DuckDB's own default is 80% of the machine's RAM, and the driver holds the Spark
 beyond the limit DuckDB spills to `<database>.tmp`, so a load's memory does not grow with its rows."""
 _OPTIONS = (MEMORY_LIMIT,)
 
-_FILES = "_synclog_files"
 _OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
 """The file cannot be opened or is locked, the connection is gone, a transaction conflicts."""
 
@@ -121,15 +120,14 @@ class DuckDBTarget(SqlTarget):
         self.execute(f"CREATE TEMP TABLE {stage.render()} ({columns})")
 
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
-        """DuckDB scans the files as an Arrow dataset (local or on an object store) into the stage."""
+        """DuckDB reads the Parquet files itself (downloaded first from an object store), in its
+        own bounded memory, into the stage."""
         columns = ", ".join(self.quote(c) for c in table.column_names())
         picked = ", ".join(_cast(self.quote(c.name), c.type) for c in table.columns)
-        with self._errors():
-            self.connection.register(_FILES, manifest.dataset(self.stage_schema(table)))
-        try:
-            return self.execute(f"INSERT INTO {stage.render()} ({columns}) SELECT {picked} FROM {_FILES}")
-        finally:
-            self.connection.unregister(_FILES)
+        with manifest.local_paths() as paths:
+            return self.execute(
+                f"INSERT INTO {stage.render()} ({columns}) SELECT {picked} FROM read_parquet(?)", [paths]
+            )
 
     def close(self) -> None:
         self.connection.close()
