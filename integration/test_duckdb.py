@@ -26,7 +26,7 @@ class TestDuckDB(TargetConformance):
 
 
 def test_memory_limit_is_bounded_by_default_and_configurable(tmp_path: Path) -> None:
-    """DuckDB runs inside the driver: its memory is capped (1GB unless the URL or options say)."""
+    """DuckDB runs inside the driver: its memory is capped (512MB unless the URL or options say)."""
 
     def limit(url: str, **options: str) -> str:
         target = DuckDBTarget(TargetURL.parse(url), TargetSettings(options=options))
@@ -36,9 +36,9 @@ def test_memory_limit_is_bounded_by_default_and_configurable(tmp_path: Path) -> 
             target.close()
 
     path = tmp_path / "limits.duckdb"
-    assert limit(f"duckdb:///{path}") == "953.6 MiB"  # 1GB, as DuckDB shows it
+    assert limit(f"duckdb:///{path}") == "488.2 MiB"  # 512MB, as DuckDB shows it
     assert limit(f"duckdb:///{path}?memory_limit=2GB") == "1.8 GiB"
-    assert limit(f"duckdb:///{path}", memory_limit="512MB") == "488.2 MiB"
+    assert limit(f"duckdb:///{path}", memory_limit="1GB") == "953.6 MiB"
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ SYNCLOG_PLUGIN_API = 1
 """The plugin API this built-in target is written against (see `synclog.plugin_api`)."""
 
 MEMORY_LIMIT = "memory_limit"
-DEFAULT_MEMORY_LIMIT = "1GB"
+DEFAULT_MEMORY_LIMIT = "512MB"
 """DuckDB's memory (its buffer pool: stages, hash tables, cached blocks) inside the driver process.
 DuckDB's own default is 80% of the machine's RAM, and the driver holds the Spark driver too;
 beyond the limit DuckDB spills to `<database>.tmp`, so a load's memory does not grow with its rows."""
