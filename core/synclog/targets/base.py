@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,6 +45,15 @@ class TargetSettings:
     read_only: bool = False
     """The command only reads (`records`, `runs`, `cleanup`): a file-backed target whose file is
     missing is refused by the core before it is opened, so no empty database file appears."""
+
+    def options_for(self, url: TargetURL, known: Iterable[str]) -> dict[str, str]:
+        """`options` overlaid by the URL's query (`?name=value`); an option not `known` is a ConfigError."""
+        merged = {**{key: str(value) for key, value in self.options.items()}, **url.query}
+        allowed = sorted(known)
+        unknown = sorted(set(merged) - set(allowed))
+        if unknown:
+            raise ConfigError(f"{url}: unknown option {unknown[0]!r} (known: {', '.join(allowed)})")
+        return merged
 
 
 @dataclass(frozen=True)

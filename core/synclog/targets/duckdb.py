@@ -57,7 +57,7 @@ class DuckDBTarget(SqlTarget):
     def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
         super().__init__(url, settings)
         self.path = database_path(url)
-        memory_limit = _option(url, settings, MEMORY_LIMIT, DEFAULT_MEMORY_LIMIT)
+        memory_limit = settings.options_for(url, _OPTIONS).get(MEMORY_LIMIT, DEFAULT_MEMORY_LIMIT)
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -131,16 +131,6 @@ class DuckDBTarget(SqlTarget):
 
     def close(self) -> None:
         self.connection.close()
-
-
-def _option(url: TargetURL, settings: TargetSettings, name: str, default: str) -> str:
-    """An option from the URL's query (`?memory_limit=4GB`) or the target's `options`; unknown
-    query keys are refused."""
-    unknown = sorted(set(url.query) - set(_OPTIONS))
-    if unknown:
-        known = ", ".join(_OPTIONS)
-        raise ConfigError(f"{url}: unknown DuckDB option(s) {', '.join(unknown)} (known: {known})")
-    return str(url.query.get(name, settings.options.get(name, default)))
 
 
 def _cast(column: str, type_: ColumnType) -> str:

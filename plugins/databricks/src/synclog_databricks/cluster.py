@@ -35,7 +35,7 @@ from synclog.urls import TargetURL
 from synclog_databricks import partitions
 from synclog_databricks.base import DatabricksTarget
 from synclog_databricks.capabilities import DELTA, PARQUET
-from synclog_databricks.options import catalog, json_type, options
+from synclog_databricks.options import catalog, json_type
 
 OPTIONS = ("format", "json")
 FORMATS = ("delta", "parquet")
@@ -43,7 +43,7 @@ FORMATS = ("delta", "parquet")
 
 def open_cluster_target(url: TargetURL, settings: TargetSettings) -> Target:
     """A Delta target when the session has Delta (or `format=delta`), else a Parquet one."""
-    given = options(url, settings, OPTIONS)
+    given = settings.options_for(url, OPTIONS)
     spark = spark_session()
     chosen = given.get("format", "").lower() or session_format(spark)
     if chosen not in FORMATS:

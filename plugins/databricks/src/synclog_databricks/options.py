@@ -1,8 +1,6 @@
-"""Settings both Databricks targets read: the catalog, options, and how JSON is stored."""
+"""Settings both Databricks targets read: the catalog and how JSON is stored."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from synclog.errors import ConfigError
 from synclog.naming import check_name
@@ -19,16 +17,6 @@ def catalog(url: TargetURL, settings: TargetSettings, named: str | None) -> str:
     if named and settings.database and named.lower() != settings.database.lower():
         raise ConfigError(f"{url}: the URL names catalog {named}, the settings {settings.database}")
     return check_name((named or settings.database or DEFAULT_CATALOG).lower(), what="catalog", max_length=255)
-
-
-def options(url: TargetURL, settings: TargetSettings, known: Iterable[str]) -> dict[str, str]:
-    """The target's `options` from synclog.toml overlaid by the URL's query; an unknown one is refused."""
-    merged = {**{key: str(value) for key, value in settings.options.items()}, **url.query}
-    allowed = sorted(known)
-    unknown = sorted(set(merged) - set(allowed))
-    if unknown:
-        raise ConfigError(f"{url}: unknown option {unknown[0]!r} (known: {', '.join(allowed)})")
-    return merged
 
 
 def json_type(url: TargetURL, given: dict[str, str]) -> str:

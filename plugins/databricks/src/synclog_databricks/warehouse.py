@@ -33,7 +33,7 @@ from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 from synclog_databricks.base import DatabricksTarget
 from synclog_databricks.capabilities import WAREHOUSE
-from synclog_databricks.options import catalog, json_type, options
+from synclog_databricks.options import catalog, json_type
 
 OPTIONS = ("http_path", "catalog", "volume", "json", "use_sea", "scheme", "retry_seconds")
 TOKEN_ENV = "DATABRICKS_TOKEN"
@@ -55,7 +55,7 @@ class WarehouseTarget(DatabricksTarget):
     capabilities: ClassVar[Capabilities] = WAREHOUSE
 
     def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
-        given = options(url, settings, OPTIONS)
+        given = settings.options_for(url, OPTIONS)
         if not url.host or url.path.strip("/") or "http_path" not in given:
             raise ConfigError(f"{url}: expected databricks://HOST?http_path=/sql/1.0/warehouses/ID")
         token = url.password or os.environ.get(TOKEN_ENV)
