@@ -72,11 +72,14 @@ class RunState:
     batches: Mapping[int, tuple[StoredFile, ...]] = field(default_factory=dict)
     pending: tuple[int, ...] = ()
     finished: bool = False
+    statuses: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    """Per kept batch, its records by canonical status."""
 
     def to_json(self) -> str:
         batches = {str(n): [vars(f) for f in files] for n, files in self.batches.items()}
         state = {"run": self.run.to_dict(), "batches": batches, "pending": list(self.pending)}
-        return json.dumps({**state, "finished": self.finished})
+        statuses = {str(n): dict(counts) for n, counts in self.statuses.items()}
+        return json.dumps({**state, "finished": self.finished, "statuses": statuses})
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
@@ -89,6 +92,7 @@ class RunState:
             },
             pending=tuple(data["pending"]),
             finished=bool(data["finished"]),
+            statuses={int(n): dict(counts) for n, counts in data.get("statuses", {}).items()},
         )
 
 
@@ -137,16 +141,29 @@ class RunStore:
             remove(self.location, folder)
             raise
         files: dict[int, list[StoredFile]] = {}
-        statuses: Counter[str] = Counter()
+        per_batch: dict[int, Counter[str]] = {}
         for row in done:
-            files.setdefault(int(row["key"]), []).append(StoredFile(row["path"], row["rows"]))
-            statuses.update(json.loads(row["statuses"]))
-        self._commit(run, {n: tuple(f) for n, f in files.items()})
-        return Written(tuple(sorted(files)), dict(statuses))
+            number = int(row["key"])
+            files.setdefault(number, []).append(StoredFile(row["path"], row["rows"]))
+            per_batch.setdefault(number, Counter()).update(json.loads(row["statuses"]))
+        self._commit(run, {n: tuple(f) for n, f in files.items()}, per_batch)
+        return Written(tuple(sorted(files)), dict(sum(per_batch.values(), Counter())))
 
-    def _commit(self, run: Run, batches: Mapping[int, tuple[StoredFile, ...]]) -> None:
+    def _commit(
+        self,
+        run: Run,
+        batches: Mapping[int, tuple[StoredFile, ...]],
+        statuses: Mapping[int, Mapping[str, int]],
+    ) -> None:
         before = self.state(run) or RunState(run)
-        self._save(replace(before, run=run, batches={**before.batches, **batches}))
+        self._save(
+            replace(
+                before,
+                run=run,
+                batches={**before.batches, **batches},
+                statuses={**before.statuses, **{n: dict(c) for n, c in statuses.items()}},
+            )
+        )
         fs = self.location.filesystem()
         for number in batches:
             for old in before.batches.get(number, ()):
@@ -158,6 +175,14 @@ class RunStore:
         wanted = state.batches if batches is None else {n: state.batches[n] for n in batches}
         manifest = Manifest(self.location, tuple(f for files in wanted.values() for f in files))
         return read_frame(spark, manifest, canonical_schema())
+
+    def statuses(self, run: Run) -> dict[str, int]:
+        """The records of `run`'s kept batches by canonical status (a batch written again counts once)."""
+        state = self.state(run)
+        total: Counter[str] = Counter()
+        for counts in state.statuses.values() if state else ():
+            total.update(counts)
+        return dict(total)
 
     def has(self, run: Run) -> bool:
         """Whether any batch of `run` is kept."""
