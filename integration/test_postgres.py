@@ -42,7 +42,7 @@ from psycopg import sql
 
 from synclog_postgres import orphans
 from synclog_postgres.connection import CONNECT_TIMEOUT_S, conninfo
-from synclog_postgres.copy import SUMMARY_SCHEMA, copy_batches, copy_sql, stage_task
+from synclog_postgres.copy import CopyStageWriter, day_totals
 from synclog_postgres.orphans import STAGE_PATTERN
 from synclog_postgres.target import PostgresTarget
 
@@ -160,11 +160,18 @@ class TestPostgres(TargetConformance):
         )
         columns = ", ".join(f'"{c}"' for c in SYNC_LOG.column_names())
         time_index = SYNC_LOG.column_names().index("batch_started_at")
-        types = [c.type for c in SYNC_LOG.columns]
-        task = stage_task(target.params, "census.stage", "census.stage_parts", columns, types, time_index)
-        first, again = (list(task(iter(rows.to_batches()))) for _ in range(2))
-        assert first[0].schema == SUMMARY_SCHEMA
-        assert first[0].to_pylist() == again[0].to_pylist() == [{"day": started.date(), "rows": 4}]
+        types = tuple(c.type for c in SYNC_LOG.columns)
+        schema = SYNC_LOG.arrow_schema()
+        writer = CopyStageWriter(
+            target.params, "census.stage", "census.stage_parts", columns, schema, types, time_index
+        )
+        reports = []
+        for _ in range(2):  # the same partition twice: a retried task
+            stage = writer.open(7)
+            for batch in rows.to_batches():
+                stage.write(batch)
+            reports.append(stage.close())
+        assert day_totals(reports[0]) == day_totals(reports[1]) == {started.date(): 4}
         assert target.fetch("SELECT count(*) FROM census.stage") == [(4,)]
 
     def test_binary_copy_round_trips_every_type(self, target: Target) -> None:
@@ -183,8 +190,16 @@ class TestPostgres(TargetConformance):
         )
         types = [ColumnType.BIGINT, ColumnType.INTEGER, ColumnType.STRING, ColumnType.JSON]
         types += [ColumnType.TIMESTAMP, ColumnType.BOOLEAN]
-        batches = rows.to_batches(max_chunksize=3)
-        copy_batches(target.connection.cursor(), copy_sql("t", "a, b, s, j, t, f"), batches, types, None)
+        target.execute("CREATE TABLE t_parts (part integer PRIMARY KEY)")
+        schema = pa.schema(
+            [f.with_type(pa.timestamp("us", tz="UTC")) if f.name == "t" else f for f in rows.schema]
+        )
+        stage = CopyStageWriter(
+            target.params, "t", "t_parts", "a, b, s, j, t, f", schema, tuple(types), None
+        ).open(0)
+        for batch in rows.to_batches(max_chunksize=3):
+            stage.write(batch)
+        assert day_totals(stage.close()) == {None: 4}
         got = target.fetch("SELECT a, b, s, j::text, t, f FROM t")
         assert got == [
             (1, 1, "x", '{"a": [1, 2.5, "é"]}', PG_EPOCH, True),

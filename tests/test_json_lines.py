@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from synclog.capabilities import FileFormat
 from synclog.storage.json_lines import encode
 from synclog.storage.location import Location
-from synclog.targets.rows import Rows
+from synclog.targets.staging import FileStageWriter, fill_from_frame, fill_from_table
 from synclog.targets.tables import Column, ColumnType, TableSpec
 
 LATER = datetime(2026, 3, 1, 8, 0, 0, 123456, tzinfo=UTC)
@@ -86,7 +86,8 @@ def test_rows_of_a_frame_are_staged_as_json_lines(spark: SparkSession, tmp_path:
     frame = spark.createDataFrame(
         [(i, f"n{i}", f'{{"i": {i}}}', LATER, i % 2 == 0) for i in range(10)], TABLE.spark_schema()
     ).repartition(3)
-    manifest = Rows.of(frame).stage(location, "staging/x", STAGED, FileFormat.JSON_LINES)
+    writer = FileStageWriter(location, "staging/x", STAGED, FileFormat.JSON_LINES)
+    manifest = writer.manifest(fill_from_frame(frame, writer))
     assert manifest.rows == 10
     assert all(f.path.startswith("staging/x/part-p") and f.path.endswith(".jsonl") for f in manifest.files)
     found = [row for f in manifest.files for row in lines(stored(location, f.path))]
@@ -98,16 +99,20 @@ def test_rows_of_a_frame_are_staged_as_json_lines(spark: SparkSession, tmp_path:
 
 def test_rows_built_on_the_driver_are_staged_as_json_lines(spark: SparkSession, tmp_path: Path) -> None:
     location = Location.parse(str(tmp_path / "storage"))
-    rows = Rows.local(spark, TABLE, [{"id": 7, "payload": '"s"'}, {"id": 8, "note": "x"}])
-    manifest = rows.stage(location, "staging/y", STAGED, FileFormat.JSON_LINES)
+    rows = pa.Table.from_pylist([{"id": 7, "payload": '"s"'}, {"id": 8, "note": "x"}], TABLE.arrow_schema())
+    writer = FileStageWriter(location, "staging/y", STAGED, FileFormat.JSON_LINES)
+    manifest = writer.manifest(fill_from_table(rows, writer))
     (only,) = manifest.files
-    assert (only.path, only.rows) == ("staging/y/local.jsonl", 2)
+    assert (only.path, only.rows) == ("staging/y/part-p00000.jsonl", 2)
     assert lines(stored(location, only.path)) == [{"id": 7, "payload": "s"}, {"id": 8, "note": "x"}]
 
 
 def test_parquet_stays_the_default(spark: SparkSession, tmp_path: Path) -> None:
     location = Location.parse(str(tmp_path / "storage"))
-    manifest = Rows.local(spark, TABLE, [{"id": 1}]).stage(location, "staging/z", TABLE.arrow_schema())
+    writer = FileStageWriter(location, "staging/z", TABLE.arrow_schema())
+    manifest = writer.manifest(
+        fill_from_table(pa.Table.from_pylist([{"id": 1}], TABLE.arrow_schema()), writer)
+    )
     (only,) = manifest.files
-    assert only.path == "staging/z/local.parquet"
+    assert only.path == "staging/z/part-p00000.parquet"
     assert location.filesystem().get_file_info(location.path(only.path)).type == pafs.FileType.File

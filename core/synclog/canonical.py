@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from synclog import checks
-from synclog.model import Run
+from synclog.model import RecordStatus, Run
 from synclog.payloads import LARGEST_JSON_BYTES, fit_json
 from synclog.privacy import PayloadTransform
 from synclog.records import VIOLATION, violation
@@ -45,15 +45,26 @@ def canonical_schema() -> T.StructType:
     )
 
 
+REPEATS = "_synclog_repeats"
+"""Column of the earlier batches (kept in the run store) that hold the row's identifier too."""
+
+
 def canonical_frame(
-    run: Run, records: DataFrame, logged_at: datetime, policy: PayloadTransform | None = None
+    run: Run,
+    records: DataFrame,
+    logged_at: datetime,
+    policy: PayloadTransform | None = None,
+    earlier: DataFrame | None = None,
 ) -> DataFrame:
-    """The canonical frame for `records` of `run`, plus the `VIOLATION` column.
+    """The canonical frame for `records` of `run`, plus the `VIOLATION` and `REPEATS` columns.
 
     Columns were checked already (`records.check_columns`); values are checked here, in
     the same pass that computes everything else, so a bad frame costs one Spark job.
     A payload `policy` rewrites identifiers, payloads and messages first, before the shuffle
     of the identifier checks, so nothing downstream (log ids included) sees the original values.
+    `earlier` (`record_identifier`, `batch_number` of the run's kept batches) makes an identifier
+    that an earlier batch of the run holds a DUPLICATE here too; batches this write replaces
+    do not count.
     """
     fields = records["fields"] if "fields" in records.columns else records["record_payload"]
     split = records["split_group"] if "split_group" in records.columns else F.lit(None)
@@ -72,7 +83,7 @@ def canonical_frame(
     )
     if policy is not None:
         shaped = policy.apply(shaped)
-    counted = shaped.withColumn("_identifier_count", checks.identifier_count())
+    counted = _with_identifier_count(shaped, earlier)
     occurrence = F.row_number().over(
         Window.partitionBy("record_identifier", "batch_number").orderBy(
             "operation", "status", "record_payload", "status_message"
@@ -94,7 +105,24 @@ def canonical_frame(
         "batch_completed_at",
         F.lit(logged_at).cast("timestamp").alias("logged_at"),
         VIOLATION,
+        REPEATS,
     )
+
+
+def _with_identifier_count(shaped: DataFrame, earlier: DataFrame | None) -> DataFrame:
+    """`shaped` with `_identifier_count` (records of the run sharing the identifier) and `REPEATS`."""
+    counted = shaped.withColumn("_identifier_count", checks.identifier_count())
+    if earlier is None:
+        return counted.withColumn(REPEATS, F.lit(None).cast("array<int>"))
+    replaced = shaped.select("batch_number").distinct()
+    others = earlier.join(replaced, "batch_number", "left_anti").where(F.col("record_identifier").isNotNull())
+    seen = others.groupBy("record_identifier").agg(
+        F.count(F.lit(1)).alias("_earlier_count"), F.collect_set("batch_number").alias(REPEATS)
+    )
+    # A sort-merge join: a broadcast of `seen` would collect the run's identifiers to the driver.
+    joined = counted.join(seen.hint("merge"), "record_identifier", "left")
+    total = F.col("_identifier_count") + F.coalesce(F.col("_earlier_count"), F.lit(0))
+    return joined.withColumn("_identifier_count", total)
 
 
 def _json_text(records: DataFrame, name: str, column: Column | None = None) -> Column:
@@ -119,3 +147,29 @@ def _log_id(run: Run, occurrence: Column) -> Column:
         ),
         256,
     ).substr(1, 32)
+
+
+def flag_repeated(records: DataFrame, identifiers: DataFrame) -> DataFrame:
+    """`records` (canonical rows of kept batches) with each identifier that more than one batch
+    of the run holds (`identifiers`: `record_identifier`, `batch_number` of every kept batch)
+    flagged DUPLICATE, as a canonical frame to keep again."""
+    repeated = (
+        identifiers.where(F.col("record_identifier").isNotNull())
+        .groupBy("record_identifier")
+        .agg(F.countDistinct("batch_number").alias("_batches"))
+        .where(F.col("_batches") > 1)
+        .select("record_identifier", F.lit(2).alias("_identifier_count"))
+    )
+    joined = records.join(repeated.hint("merge"), "record_identifier", "left").fillna(1, ["_identifier_count"])
+    invalid = F.col("status").isin(RecordStatus.INVALID_NULL.value, RecordStatus.INVALID_DUPLICATE.value)
+    values = {
+        "status": F.when(invalid, F.col("status")).otherwise(checks.checked_status("_identifier_count")),
+        "status_message": F.when(invalid, F.col("status_message")).otherwise(
+            checks.checked_message("_identifier_count")
+        ),
+    }
+    return joined.select(
+        *[values.get(c, F.col(c)).alias(c) for c in CANONICAL_COLUMNS],
+        F.lit(None).cast("string").alias(VIOLATION),
+        F.lit(None).cast("array<int>").alias(REPEATS),
+    )

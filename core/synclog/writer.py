@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -11,25 +12,38 @@ from types import TracebackType
 
 from pyspark.sql import DataFrame, SparkSession
 
-from synclog.canonical import canonical_frame
+from synclog.canonical import canonical_frame, flag_repeated
 from synclog.config import Config
 from synclog.errors import ConfigError, TargetError, first_line
-from synclog.layouts.base import LayoutContext
+from synclog.layouts.base import LayoutContext, Load
 from synclog.layouts.registry import layout
 from synclog.model import Run
+from synclog.naming import Relation
 from synclog.plugins.manager import payload_hooks, registry
 from synclog.privacy import PayloadPolicy
 from synclog.records import check_columns
 from synclog.retention import CleanupResult, cleanup
 from synclog.spark import require_reachable, spark_session
-from synclog.storage.runstore import Pending, RunStore
+from synclog.storage.runstore import Pending, RunStore, Written
 from synclog.storage.sweep import sweep
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
+from synclog.targets.sql import SqlTarget
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
+from synclog.write_job import StagedRows, run_write_job
 
 Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """A batch load the write's job stages: its table, as the target stores it, and its stage."""
+
+    table: TableSpec
+    spec: TableSpec
+    stage: Relation
+    rows: StagedRows
 
 
 @dataclass(frozen=True)
@@ -143,8 +157,11 @@ class SyncLog:
     def write(self, run: Run, records: DataFrame) -> WriteResult:
         """Log one or more batches of `run`. A batch written again replaces its earlier copy.
 
-        Raises InputError, before anything is written, when `records` break the contract, and
-        ConfigError when the sync's payload policy needs a key the environment lacks.
+        One Spark job validates the records, keeps them in the run store and stages every load
+        that can be staged by its tasks (`synclog.write_job`); the swaps follow only when no
+        record broke a rule. Raises InputError, before anything reaches a log table, when
+        `records` break the contract, and ConfigError when the sync's payload policy needs a
+        key the environment lacks.
         """
         started = time.perf_counter()
         self.layouts(run.sync_id)
@@ -152,27 +169,172 @@ class SyncLog:
         policy = self.policy(run.sync_id)
         transform = policy.prepare(run.sync_id, payload_hooks())
         run = _redacted(run, policy)
-        written = self.store.write(run, canonical_frame(run, records, datetime.now(UTC), transform))
-        passes = {"validate and store": time.perf_counter() - started}
+        earlier = self.store.identifiers(self.spark, run)
+        canonical = canonical_frame(run, records, datetime.now(UTC), transform, earlier)
+        passes: dict[str, float] = {}
         waiting = self.store.pending_of(run)
-        to_load = sorted({*written.batches, *(waiting.batches if waiting else ())})
-        loaded = self._load_or_keep(run, to_load, finished=False, passes=passes)
+        written, loaded = self._write_once(run, canonical, passes)
+        if loaded is not None and waiting:
+            rest = sorted(set(waiting.batches) - set(written.batches))
+            more = self._load_or_keep(run, rest, finished=False, passes=passes)
+            loaded = None if more is None else {**loaded, **more}
         seconds = time.perf_counter() - started
         return WriteResult(written.statuses, loaded or {}, seconds, loaded is None, passes)
+
+    def _write_once(
+        self, run: Run, canonical: DataFrame, passes: dict[str, float]
+    ) -> tuple[Written, dict[str, int] | None]:
+        """The write's one job, then its swaps and the loads its tasks could not stage.
+
+        Returns what was kept and the rows loaded per table; None when the target failed and
+        the batches wait in the run store for `flush`.
+        """
+        started = time.perf_counter()
+        ctx = LayoutContext(run, canonical, self.connector.capabilities)
+        try:
+            staged = self._open_stages(run, ctx)
+        except TargetError as exc:
+            written = self._keep_only(run, canonical, passes)
+            return written, self._keep(run, written.batches, finished=False, error=exc)
+        folder = self.store.begin_write(run)
+        try:
+            result = run_write_job(canonical, self.store.writer(folder), [s.rows for s in staged])
+        except BaseException as exc:
+            self.store.abort_write(folder)
+            outage = self._release(staged, exc)
+            if outage is None:
+                raise
+            written = self._keep_only(run, canonical, passes)
+            return written, self._keep(run, written.batches, finished=False, error=outage)
+        written = self.store.commit_write(run, result.store, result.repeated)
+        passes["validate, store and stage"] = time.perf_counter() - started
+        done = {s.table for s in staged}
+        try:
+            loaded = self._swap(staged, result.stages, passes)
+            records = self.store.read(self.spark, run, written.batches)
+            loaded.update(self._load(run, records, "batch_rows", passes, skip=done))
+        except TargetError as exc:
+            self._release(staged, None)
+            return written, self._keep(run, written.batches, finished=False, error=exc)
+        return written, loaded
+
+    def _open_stages(self, run: Run, ctx: LayoutContext) -> list[_Staged]:
+        """A staging relation and a task-side writer for each batch load the write's job can stage."""
+        target = self.target
+        if not isinstance(target, SqlTarget):
+            return []
+        loads = list(self._batch_loads(run, ctx))  # every table ensured before any stage exists
+        staged: list[_Staged] = []
+        try:
+            for load in loads:
+                columns = load.rows.projection_of(ctx.records)
+                if columns is None or load.scope:
+                    continue
+                spec = target.table_spec(load.table)
+                stage = target.open_stage(spec)
+                writer = target.stage_writer(stage, spec)
+                if writer is None:
+                    target.release_stage(stage)
+                    continue
+                staged.append(_Staged(load.table, spec, stage, StagedRows(columns, writer)))
+        except BaseException as exc:
+            self._release(staged, exc)
+            raise
+        return staged
+
+    def _batch_loads(self, run: Run, ctx: LayoutContext) -> Iterator[Load]:
+        """The batch loads of every layout of `run`'s sync into tables it enables, tables ensured."""
+        settings = self.config.sync(run.sync_id)
+        for name in self.layouts(run.sync_id):
+            for load in layout(name).batch_rows(ctx):
+                table = load.table
+                if not settings.table(table.view or table.name).enabled:
+                    continue
+                if table not in self._ensured:
+                    self.target.ensure([table])
+                    self._ensured.add(table)
+                yield load
+
+    def _swap(
+        self, staged: list[_Staged], reports: list[list[str]], passes: dict[str, float]
+    ) -> dict[str, int]:
+        """Finish each stage the job filled, swap it into its table, release it."""
+        target = self.target
+        assert isinstance(target, SqlTarget) or not staged
+        loaded: dict[str, int] = {}
+        while staged:
+            item = staged.pop(0)
+            done = reports.pop(0)
+            started = time.perf_counter()
+            try:
+                count = target.load_staged(item.stage, item.spec, done)
+                target.swap_staged(item.spec, item.stage, count, None)
+            finally:
+                target.release_stage(item.stage)
+            relation = str(target.relation(item.table, item.table.view))
+            loaded[relation] = count
+            passes[f"load {relation}"] = passes.get(f"load {relation}", 0.0) + time.perf_counter() - started
+            self.progress(f"  {relation}: {count:,} rows")
+        return loaded
+
+    def _release(self, staged: list[_Staged], failure: BaseException | None) -> TargetError | None:
+        """Drop every stage in `staged`; the outage `failure` (a failed job) amounts to, if any.
+
+        A stage that cannot be dropped because the target is gone is left to the target's
+        sweep of orphaned stages (the next `ensure`).
+        """
+        outage: TargetError | None = failure if isinstance(failure, TargetError) else None
+        target = self.connector.target if staged else None
+        for item in staged:
+            if isinstance(failure, Exception) and target is not None and outage is None:
+                try:
+                    target.raise_stage_failure(failure, item.spec)
+                except TargetError as exc:
+                    outage = exc
+            with contextlib.suppress(TargetError):
+                target.release_stage(item.stage)  # type: ignore[union-attr]
+        staged.clear()
+        return outage
+
+    def _keep_only(self, run: Run, canonical: DataFrame, passes: dict[str, float]) -> Written:
+        """The write's job without stages: validate and keep the batches (the target is down)."""
+        started = time.perf_counter()
+        folder = self.store.begin_write(run)
+        try:
+            result = run_write_job(canonical, self.store.writer(folder), [])
+        except BaseException:
+            self.store.abort_write(folder)
+            raise
+        passes["validate and store"] = time.perf_counter() - started
+        return self.store.commit_write(run, result.store, result.repeated)
 
     def finish(self, run: Run) -> dict[str, int]:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
 
         Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in.
-        Returns rows loaded per table (empty when the target was down and the run was kept).
+        Records of earlier batches whose identifiers later batches repeated are flagged DUPLICATE
+        now (and their batches loaded again), so a run logged batch by batch holds the flags a
+        `write_run` of the same records holds. Returns rows loaded per table (empty when the
+        target was down and the run was kept).
         """
         return self._finish(run, {})
 
     def _finish(self, run: Run, passes: dict[str, float]) -> dict[str, int]:
         run = _redacted(run, self.policy(run.sync_id))
+        flagged = self._flag_repeated(run)
         waiting = self.store.pending_of(run)
-        batches = waiting.batches if waiting else ()
+        batches = sorted({*flagged, *(waiting.batches if waiting else ())})
         return self._load_or_keep(run, batches, finished=True, passes=passes) or {}
+
+    def _flag_repeated(self, run: Run) -> tuple[int, ...]:
+        """Flag DUPLICATE what kept batches hold of identifiers later batches repeated; those batches."""
+        repeated = self.store.repeated(run)
+        identifiers = self.store.identifiers(self.spark, run) if repeated else None
+        if identifiers is None:
+            return ()
+        records = self.store.read(self.spark, run, repeated)
+        self._keep_only(run, flag_repeated(records, identifiers), {})
+        return repeated
 
     def write_run(self, run: Run, records: DataFrame) -> WriteResult:
         """Log a whole, finished run in one call: `write`, then `finish`."""
@@ -213,15 +375,19 @@ class SyncLog:
                 self.store.drop(run)
             return loaded
         except TargetError as exc:
-            if not self.config.keep_on_target_failure:
-                raise
-            self._forget_connection()
-            kept = self.store.mark_pending(run, batches, finished=finished)
-            self.progress(
-                f"warning: {self.url} failed ({first_line(exc)}); kept {len(kept.batches)} "
-                f"batch(es) of run {run.sync_run_id} in {self.store.root} for `synclog flush`"
-            )
-            return None
+            return self._keep(run, batches, finished=finished, error=exc)
+
+    def _keep(self, run: Run, batches: Sequence[int], *, finished: bool, error: TargetError) -> None:
+        """The target failed (an outage): keep `batches` in the run store for `flush`, or raise
+        where `keep_on_target_failure` is off."""
+        if not self.config.keep_on_target_failure:
+            raise error
+        self._forget_connection()
+        kept = self.store.mark_pending(run, batches, finished=finished)
+        self.progress(
+            f"warning: {self.url} failed ({first_line(error)}); kept {len(kept.batches)} "
+            f"batch(es) of run {run.sync_run_id} in {self.store.root} for `synclog flush`"
+        )
 
     def _forget_connection(self) -> None:
         """After an outage: connect afresh next time, and take nothing about the target for granted."""
@@ -249,7 +415,15 @@ class SyncLog:
                 )
         return chosen
 
-    def _load(self, run: Run, records: DataFrame, phase: str, passes: dict[str, float]) -> dict[str, int]:
+    def _load(
+        self,
+        run: Run,
+        records: DataFrame,
+        phase: str,
+        passes: dict[str, float],
+        skip: Set[TableSpec] = frozenset(),
+    ) -> dict[str, int]:
+        """Load each table of each layout's `phase` (`batch_rows`, `run_rows`) but those in `skip`."""
         settings = self.config.sync(run.sync_id)
         loaded: dict[str, int] = {}
         with ExitStack() as reads:
@@ -263,7 +437,7 @@ class SyncLog:
             for name in self.layouts(run.sync_id):
                 for load in getattr(layout(name), phase)(ctx):
                     table = load.table
-                    if not settings.table(table.view or table.name).enabled:
+                    if table in skip or not settings.table(table.view or table.name).enabled:
                         continue
                     if table not in self._ensured:
                         self.target.ensure([table])

@@ -86,7 +86,7 @@ def install_points() -> None:
         from synclog_postgres.target import PostgresTarget
 
         _wrap(PostgresTarget, "create_stage", "staging", after=True)
-        _wrap(PostgresTarget, "load_frame", "load", after=True)
+        _wrap(PostgresTarget, "load_staged", "load", after=True)
 
     def run_swap(self: SqlTarget, statements: Any) -> None:
         with self.transaction():

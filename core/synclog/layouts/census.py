@@ -124,8 +124,8 @@ class CensusLayout(Layout):
             **{name: F.lit(value).cast("bigint") for name, value in ids.items()},
         }
         spec = SYNC_LOG if caps.run_metadata_columns else SYNC_LOG.without_run_metadata()
-        frame = ctx.records.select(*[values.get(c, F.col(c)).alias(c) for c in spec.column_names()])
-        yield Load(SYNC_LOG, Rows.of(frame))
+        columns = [values.get(c, F.col(c)).alias(c) for c in spec.column_names()]
+        yield Load(SYNC_LOG, Rows.select(ctx.records, *columns))
         yield from _metadata(ctx)
 
     def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:

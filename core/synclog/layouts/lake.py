@@ -143,7 +143,8 @@ class LakeLayout(Layout):
         message = F.when(aborted, F.coalesce("status_message", F.lit(ABORTED_MESSAGE))).otherwise(
             F.col("status_message")
         )
-        records = ctx.records.select(
+        records = Rows.select(
+            ctx.records,
             F.lit(ctx.run.org_id).cast("bigint").alias("org_id"),
             "sync_id",
             "sync_run_id",
@@ -157,7 +158,7 @@ class LakeLayout(Layout):
             "batch_started_at",
             F.col("batch_completed_at").alias("batch_ended_at"),
         )
-        yield Load(RECORDS, Rows.of(records))
+        yield Load(RECORDS, records)
 
     def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         run, spark = ctx.run, ctx.records.sparkSession

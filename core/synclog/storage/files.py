@@ -186,19 +186,6 @@ def write_frame(
     return Manifest(location, tuple(StoredFile(row["path"], row["rows"]) for row in done))
 
 
-def write_table(
-    location: Location, path: str, rows: pa.Table, file_format: FileFormat = FileFormat.PARQUET
-) -> Manifest:
-    """Write a small table built on the driver as the one file `path` (Parquet by default); its manifest."""
-    with published(location.filesystem(), location.path(path), whole=False) as stream:
-        if file_format is FileFormat.JSON_LINES:
-            for batch in rows.to_batches():
-                stream.write(json_lines.encode(batch))
-        else:
-            pq.write_table(rows, stream)
-    return Manifest(location, (StoredFile(path, rows.num_rows),))
-
-
 def unreadable_file(exc: BaseException) -> str | None:
     """`path: reason` when `exc` (raised by a Spark job) says an executor could not read a file."""
     text = str(exc)

@@ -3,12 +3,13 @@
     <storage>/runs/<sync_id>/<sync_run_id>/run.json                     the run's manifest
     <storage>/runs/<sync_id>/<sync_run_id>/<write>@<owner>/<batch>-p<task>.parquet
 
-One write is one Spark job: the executors validate the canonical rows, write them per batch
-under a folder of the write's own, and report each file with its row count, status counts and
-the first rule broken. Only when no row broke a rule does the driver commit: `run.json` (which
-it alone writes, replacing it whole) then names the write's files for each batch it carries,
-and the files of the copies they replace are deleted. A batch written again replaces its
-earlier copy; a write that fails or is refused leaves the run as it was.
+A write's Spark tasks (`synclog.write_job`) keep their canonical rows here through a
+`StoreWriter`, one file per batch under a folder of the write's own, and report each file with
+its row count and status counts. Only when no row broke a rule does the driver commit
+(`commit_write`): `run.json` (which it alone writes, replacing it whole) then names the write's
+files for each batch it carries, and the files of the copies they replace are deleted. A batch
+written again replaces its earlier copy; a write that fails or is refused leaves the run as it
+was (`abort_write`).
 
 `run.json` also says which batches still wait for the target (`pending`) and whether the run
 has finished: the store doubles as the spool that `SyncLog.flush` empties. The driver finds
@@ -22,7 +23,7 @@ import json
 import posixpath
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -30,29 +31,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from synclog.canonical import canonical_schema
-from synclog.errors import InputError
 from synclog.model import Run
-from synclog.records import VIOLATION, raise_violation
-from synclog.storage.files import PartFiles, publish, read_frame, remove, task_number, unreadable_file
+from synclog.storage.files import PartFiles, publish, read_frame, remove
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
 from synclog.storage.owners import tagged
 
 STATE = "run.json"
 PARTITION = "batch_number"
-_RESULT = "key string, path string, rows long, statuses string, violation string"
-_RESULT_SCHEMA = pa.schema(
-    [
-        ("key", pa.string()),
-        ("path", pa.string()),
-        ("rows", pa.int64()),
-        ("statuses", pa.string()),
-        ("violation", pa.string()),
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -74,12 +64,15 @@ class RunState:
     finished: bool = False
     statuses: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     """Per kept batch, its records by canonical status."""
+    repeated: tuple[int, ...] = ()
+    """Batches holding identifiers that later writes of the run repeated: `finish` flags them DUPLICATE."""
 
     def to_json(self) -> str:
         batches = {str(n): [vars(f) for f in files] for n, files in self.batches.items()}
         state = {"run": self.run.to_dict(), "batches": batches, "pending": list(self.pending)}
         statuses = {str(n): dict(counts) for n, counts in self.statuses.items()}
-        return json.dumps({**state, "finished": self.finished, "statuses": statuses})
+        extra = {"finished": self.finished, "statuses": statuses, "repeated": list(self.repeated)}
+        return json.dumps({**state, **extra})
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
@@ -93,6 +86,7 @@ class RunState:
             pending=tuple(data["pending"]),
             finished=bool(data["finished"]),
             statuses={int(n): dict(counts) for n, counts in data.get("statuses", {}).items()},
+            repeated=tuple(data.get("repeated", ())),
         )
 
 
@@ -118,35 +112,32 @@ class RunStore:
     def _run_dir(self, run: Run) -> str:
         return f"{run.sync_id}/{run.sync_run_id}"
 
-    def write(self, run: Run, canonical: DataFrame) -> Written:
-        """Validate and keep the batches of `canonical` (with its `VIOLATION` column).
+    def begin_write(self, run: Run) -> str:
+        """A fresh folder, tagged with this process, for the files of one write of `run`."""
+        stamp = f"w-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        return posixpath.join(self._run_dir(run), tagged(stamp))
 
-        Raises the InputError of the first violation found, having kept nothing.
+    def writer(self, folder: str) -> StoreWriter:
+        """What each Spark task of a write uses to keep its canonical rows under `folder`."""
+        return StoreWriter(self.location, folder)
+
+    def abort_write(self, folder: str) -> None:
+        """Remove the files of a write that failed or was refused: the run stays as it was."""
+        remove(self.location, folder)
+
+    def commit_write(self, run: Run, reports: Iterable[str], repeated: Iterable[int] = ()) -> Written:
+        """Make a write's files (the reports of its tasks' `StoreWriter`) the run's copies of their batches.
+
+        `repeated` are earlier batches holding identifiers this write repeated: `finish` flags them.
         """
-        folder = posixpath.join(
-            self._run_dir(run), tagged(f"w-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
-        )
-        try:
-            try:
-                done = canonical.mapInArrow(_batch_writer(self.location, folder), _RESULT).collect()
-            except Exception as exc:
-                unreadable = unreadable_file(exc)
-                if unreadable is None:
-                    raise
-                raise InputError(f"cannot read records {unreadable}") from None
-            violations = sorted(row["violation"] for row in done if row["violation"])
-            if violations:
-                raise_violation(violations[0])
-        except BaseException:
-            remove(self.location, folder)
-            raise
         files: dict[int, list[StoredFile]] = {}
         per_batch: dict[int, Counter[str]] = {}
-        for row in done:
-            number = int(row["key"])
-            files.setdefault(number, []).append(StoredFile(row["path"], row["rows"]))
-            per_batch.setdefault(number, Counter()).update(json.loads(row["statuses"]))
-        self._commit(run, {n: tuple(f) for n, f in files.items()}, per_batch)
+        for report in reports:
+            data = json.loads(report)
+            number = int(data["batch"])
+            files.setdefault(number, []).append(StoredFile(data["path"], int(data["rows"])))
+            per_batch.setdefault(number, Counter()).update(data["statuses"])
+        self._commit(run, {n: tuple(f) for n, f in files.items()}, per_batch, set(repeated) - set(files))
         return Written(tuple(sorted(files)), dict(sum(per_batch.values(), Counter())))
 
     def _commit(
@@ -154,6 +145,7 @@ class RunStore:
         run: Run,
         batches: Mapping[int, tuple[StoredFile, ...]],
         statuses: Mapping[int, Mapping[str, int]],
+        repeated: Iterable[int] = (),
     ) -> None:
         before = self.state(run) or RunState(run)
         self._save(
@@ -162,6 +154,7 @@ class RunStore:
                 run=run,
                 batches={**before.batches, **batches},
                 statuses={**before.statuses, **{n: dict(c) for n, c in statuses.items()}},
+                repeated=tuple(sorted({*before.repeated, *repeated})),
             )
         )
         fs = self.location.filesystem()
@@ -183,6 +176,23 @@ class RunStore:
         for counts in state.statuses.values() if state else ():
             total.update(counts)
         return dict(total)
+
+    def identifiers(self, spark: SparkSession, run: Run) -> DataFrame | None:
+        """`record_identifier` and `batch_number` of `run`'s kept batches (None: nothing kept yet).
+
+        Only those two columns of the files are read.
+        """
+        state = self.state(run)
+        if state is None or not state.batches:
+            return None
+        files = tuple(f for kept in state.batches.values() for f in kept)
+        schema = T.StructType([canonical_schema()["record_identifier"], canonical_schema()[PARTITION]])
+        return read_frame(spark, Manifest(self.location, files), schema)
+
+    def repeated(self, run: Run) -> tuple[int, ...]:
+        """Kept batches whose identifiers later writes repeated (see `RunState.repeated`)."""
+        state = self.state(run)
+        return state.repeated if state else ()
 
     def has(self, run: Run) -> bool:
         """Whether any batch of `run` is kept."""
@@ -253,40 +263,45 @@ def _pending(state: RunState | None) -> Pending | None:
     return Pending(state.run, state.pending, state.finished)
 
 
-def _batch_writer(
-    location: Location, folder: str
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The task of a write: one file per batch number, status counts, and the first violation."""
-    schema = to_arrow_schema(canonical_schema(), timezone="UTC")
+@dataclass(frozen=True)
+class StoreWriter:
+    """The run store's side of a write's Spark tasks: one file per batch number and task.
 
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        files = PartFiles(location, folder, schema, task_number())
-        counts: dict[str, Counter[str]] = {}
-        violation: str | None = None
-        try:
-            for batch in batches:
-                table = pa.Table.from_batches([batch])
-                found = table.column(VIOLATION).drop_null().to_pylist()
-                if found:
-                    violation = min([*found, *([violation] if violation else [])])
-                if violation is not None:
-                    continue  # the write is refused: nothing more needs storing
-                for number in table.column(PARTITION).unique().to_pylist():
-                    rows = table.filter(pc.equal(table.column(PARTITION), number))
-                    key = str(number)
-                    for part in rows.to_batches():
-                        files.write(key, part)
-                    counts.setdefault(key, Counter()).update(rows.column("status").to_pylist())
-        except BaseException:
-            files.abort()
-            raise
-        written = files.close()
-        rows = [
-            {"key": key, "path": path, "rows": n, "statuses": json.dumps(counts[key]), "violation": None}
-            for key, path, n in written
+    Pickled to the executors; `open` gives the task's writer, whose `close` reports each file
+    (batch, path, rows, records by status) as one JSON text for `RunStore.commit_write`.
+    """
+
+    location: Location
+    folder: str
+
+    def open(self, part: int) -> StoreTask:
+        schema = to_arrow_schema(canonical_schema(), timezone="UTC")
+        return StoreTask(PartFiles(self.location, self.folder, schema, part))
+
+
+class StoreTask:
+    """One task's run-store files (see `StoreWriter`)."""
+
+    def __init__(self, files: PartFiles) -> None:
+        self.files = files
+        self.counts: dict[str, Counter[str]] = {}
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Keep canonical rows, split by batch number."""
+        column = batch.column(PARTITION)
+        for number in pc.unique(column).to_pylist():
+            rows = batch.filter(pc.equal(column, number))
+            key = str(number)
+            self.files.write(key, rows)
+            self.counts.setdefault(key, Counter()).update(rows.column("status").to_pylist())
+
+    def close(self) -> list[str]:
+        """Publish the files; one report per file."""
+        return [
+            json.dumps({"batch": int(key), "path": path, "rows": rows, "statuses": self.counts[key]})
+            for key, path, rows in self.files.close()
         ]
-        if violation is not None:
-            rows.append({"key": "", "path": "", "rows": 0, "statuses": "{}", "violation": violation})
-        yield pa.RecordBatch.from_pylist(rows, schema=_RESULT_SCHEMA)
 
-    return write
+    def abort(self) -> None:
+        """Drop the unfinished files."""
+        self.files.abort()

@@ -63,10 +63,13 @@ def missing_methods(cls: type[Target], capabilities: Capabilities) -> list[str]:
     abstract = getattr(cls, "__abstractmethods__", frozenset())
     sql = issubclass(cls, SqlTarget)
     own_retention = sql and cls.delete_expired is not SqlTarget.delete_expired
+    own_writer = sql and cls.stage_writer is not SqlTarget.stage_writer  # type: ignore[attr-defined]
     missing = []
     for name in required_methods(capabilities, sql):
         if own_retention and name in _RETENTION_HOOKS:
             continue
+        if own_writer and name == "load_frame":
+            continue  # its tasks fill the stage themselves (`stage_writer` and `load_staged`)
         method = getattr(cls, name, None)
         inherited = any(
             name in names and method is getattr(base, name, None)

@@ -2,8 +2,11 @@
 
 Most rows are a Spark frame whose work runs on the executors; a few (a run's metadata, its
 `sync_runs` row) are built on the driver. A target never asks which: it takes the rows as a
-Spark frame (`frame()`), or as files staged under `storage` (`stage()`: Parquet, or JSON lines),
-written by the executors for a frame and by the driver for a few rows, without a Spark job.
+Spark frame (`frame()`), or through its stage writer (`synclog.targets.staging`), which the
+executors run for a frame and the driver for a few rows (`local_table`), without a Spark job.
+
+Rows that are only a projection of the batches being written (`Rows.select`) can be computed
+by the write's one Spark job itself (`synclog.write_job`): the writer asks `projection_of`.
 """
 
 from __future__ import annotations
@@ -14,12 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 
-from synclog.capabilities import FileFormat
-from synclog.storage.files import write_frame, write_table
-from synclog.storage.location import Location
-from synclog.storage.manifest import Manifest
 from synclog.targets.tables import TableSpec
 
 
@@ -30,11 +29,26 @@ class Rows:
     spark: SparkSession
     _frame: DataFrame | None = None
     _local: pa.Table | None = None
+    _columns: tuple[Column, ...] = ()
 
     @classmethod
     def of(cls, frame: DataFrame) -> Rows:
         """Rows a Spark frame computes (on the executors)."""
         return cls(frame.sparkSession, _frame=frame)
+
+    @classmethod
+    def select(cls, records: DataFrame, *columns: Column) -> Rows:
+        """Rows that are `columns` (named as the table's) of each row of `records`, one for one."""
+        return cls(records.sparkSession, _frame=records, _columns=columns)
+
+    def projection_of(self, records: DataFrame) -> tuple[Column, ...] | None:
+        """The columns, when these rows are a projection of `records` itself; else None."""
+        return self._columns if self._columns and self._frame is records else None
+
+    @property
+    def local_table(self) -> pa.Table | None:
+        """The rows built on the driver, or None for rows a Spark frame computes."""
+        return self._local
 
     @classmethod
     def local(cls, spark: SparkSession, table: TableSpec, rows: Sequence[dict[str, Any]]) -> Rows:
@@ -44,24 +58,8 @@ class Rows:
     def frame(self) -> DataFrame:
         """The rows as a Spark frame."""
         if self._frame is not None:
-            return self._frame
+            return self._frame.select(*self._columns) if self._columns else self._frame
         return self.spark.createDataFrame(self._local)
-
-    def stage(
-        self,
-        location: Location,
-        folder: str,
-        schema: pa.Schema,
-        file_format: FileFormat = FileFormat.PARQUET,
-    ) -> Manifest:
-        """Write the rows (with `schema`'s columns and types) as files under `folder` (Parquet by default)."""
-        if self._frame is not None:
-            return write_frame(self._frame, location, folder, schema, file_format)
-        assert self._local is not None
-        if not self._local.num_rows:
-            return Manifest(location)
-        table = self._local.select(schema.names).cast(schema)
-        return write_table(location, f"{folder}/local.{file_format.value}", table, file_format)
 
     @property
     def digest(self) -> str | None:

@@ -2,14 +2,18 @@
 
 Every load is the same protocol, written once here:
 
-1. a staging relation is created (`create_stage`);
-2. the rows reach it in bulk (`load_files` from a manifest of files the core staged under
-   `storage`, in `capabilities.staging_format`, or `load_frame` from the executors, as
-   `capabilities.staging` says);
+1. a staging relation is created (`open_stage`, calling `create_stage`);
+2. the rows reach it in bulk: the Spark tasks write them through the target's `stage_writer`
+   (Parquet or `capabilities.staging_format` files under `storage` for `Staging.FILES`, which
+   `load_staged` hands to `load_files`; a COPY from each task for a target with its own writer),
+   inside the write's one validating job where the rows are a projection of the batches
+   (`synclog.write_job`), else in a job of their own; a target without a task-side writer
+   fills the stage from the frame (`load_frame`);
 3. one atomic swap replaces the rows the load carries: a DELETE of the replaced keys (or of
    the whole scope) and an INSERT from the stage in one transaction, or one MERGE where the
    warehouse has no transactions (`capabilities.transactions`, `capabilities.merge`);
-4. the stage is dropped (`drop_stage`), also when a step failed.
+4. the stage and its files are dropped (`release_stage`, calling `drop_stage`), also when a
+   step failed.
 
 A plugin gives its connection (`execute`, `fetch`, `transaction`, `result_batches`), its type
 names, and the steps where its warehouse differs: how staged files or a frame become the stage,
@@ -39,6 +43,7 @@ from synclog.storage.owners import owner
 from synclog.targets import export
 from synclog.targets.base import Cutoffs, Target
 from synclog.targets.rows import Rows
+from synclog.targets.staging import FileStageWriter, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.tables import Column, ColumnType, TableSpec
 
 VERSIONS_TABLE = "synclog_versions"
@@ -218,27 +223,77 @@ class SqlTarget(Target):
 
     def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
         spec = self.table_spec(table)
-        relation = self.relation(spec)
-        stage = self.stage_relation(relation)
-        self.create_stage(stage, spec)
+        stage = self.open_stage(spec)
         try:
             count = self._fill(stage, spec, rows)
-            if count or scope:
-                self.run_swap(self.swap_statements(spec, relation, stage, scope))
+            self.swap_staged(spec, stage, count, scope)
             return count
         finally:
+            self.release_stage(stage)
+
+    def open_stage(self, table: TableSpec) -> Relation:
+        """Create a fresh, empty staging relation for one load of `table` (as `table_spec` gives it)."""
+        stage = self.stage_relation(self.relation(table))
+        self.create_stage(stage, table)
+        return stage
+
+    def swap_staged(
+        self, table: TableSpec, stage: Relation, count: int, scope: Mapping[str, Any] | None
+    ) -> None:
+        """Replace, atomically, what the `count` staged rows (or the `scope`) replace."""
+        if count or scope:
+            self.run_swap(self.swap_statements(table, self.relation(table), stage, scope))
+
+    def release_stage(self, stage: Relation) -> None:
+        """Drop the staging relation and the files staged for it (also after a failed load)."""
+        try:
             self.drop_stage(stage)
+        finally:
+            remove(self.storage, self._staging_folder(stage))
+
+    def _staging_folder(self, stage: Relation) -> str:
+        return f"staging/{owner()}/{stage.name}"
 
     def _fill(self, stage: Relation, table: TableSpec, rows: Rows) -> int:
-        if self.capabilities.staging is Staging.EXECUTORS:
+        writer = self.stage_writer(stage, table)
+        if writer is None:
             return self.load_frame(stage, table, rows.frame())
-        folder = f"staging/{owner()}/{stage.name}"
+        local = rows.local_table
         try:
-            schema, file_format = self.stage_schema(table), self.capabilities.staging_format
-            manifest = rows.stage(self.storage, folder, schema, file_format)
-            return self.load_files(stage, table, manifest) if manifest.files else 0
-        finally:
-            remove(self.storage, folder)
+            if local is not None:
+                reports = fill_from_table(local.select(table.column_names()), writer)
+            else:
+                reports = fill_from_frame(rows.frame().select(*table.column_names()), writer)
+        except Exception as exc:
+            self.raise_stage_failure(exc, table)
+            raise
+        return self.load_staged(stage, table, reports)
+
+    def stage_writer(self, stage: Relation, table: TableSpec) -> StageWriter | None:
+        """What Spark tasks use to put rows of `table` into `stage` themselves (see
+        `synclog.targets.staging`); the write's one job uses it too. `Staging.FILES`: Parquet
+        (or `staging_format`) files under `storage`. None: the target has no task-side writer and
+        fills its stage from a frame after the job (`load_frame`)."""
+        if self.capabilities.staging is not Staging.FILES:
+            return None
+        schema, file_format = self.stage_schema(table), self.capabilities.staging_format
+        return FileStageWriter(self.storage, self._staging_folder(stage), schema, file_format)
+
+    def load_staged(self, stage: Relation, table: TableSpec, reports: Sequence[str]) -> int:
+        """Finish filling `stage` from what the tasks of `stage_writer` reported; return its rows.
+
+        `Staging.FILES`: the staged files' manifest goes to `load_files`.
+        """
+        writer = self.stage_writer(stage, table)
+        if not isinstance(writer, FileStageWriter):
+            raise NotImplementedError(f"{type(self).__name__} has a stage_writer but no load_staged")
+        manifest = writer.manifest(reports)
+        return self.load_files(stage, table, manifest) if manifest.files else 0
+
+    def raise_stage_failure(self, failure: Exception, table: TableSpec) -> None:
+        """Raise the one-line error a failed Spark job amounts to when a task of `stage_writer`
+        failed (a TargetError for an outage, an InputError for rows the warehouse refused); return
+        when the failure is not the stage's."""
 
     def stage_relation(self, relation: Relation) -> Relation:
         """A fresh name for the staging relation of one load into `relation`."""

@@ -1,4 +1,4 @@
-"""COPY Arrow record batches into a staging table, on a Spark executor or on the driver.
+"""COPY Arrow record batches into a staging table, from each Spark task (or the driver).
 
 Batches become binary COPY rows (`binary.encode`, vectorised) and stream through psycopg's
 `cursor.copy()`; the server parses the JSONB while it copies, in one process per task.
@@ -6,8 +6,11 @@ Batches become binary COPY rows (`binary.encode`, vectorised) and stream through
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -16,16 +19,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from synclog.errors import TargetError, first_line
+from synclog.storage.files import by_name
 from synclog.targets.tables import ColumnType
 from synclog_postgres import binary
 from synclog_postgres.connection import OUTAGES, connect
 
 DayCounts = Counter[date | None]
 """Rows per UTC day of the time column (None: rows without a time, or a table without one)."""
-
-SUMMARY_SCHEMA = pa.schema([pa.field("day", pa.date32()), pa.field("rows", pa.int64())])
-"""What each staging task reports back: a handful of rows, never the data."""
-SUMMARY_DDL = "day date, rows long"
 
 FAILURE_MARK = "synclog-postgres COPY failed:"
 """Starts the message of an executor COPY the server failed (an outage), so the driver can report it."""
@@ -36,30 +36,6 @@ REFUSED_MARK = "synclog-postgres COPY refused:"
 def copy_sql(stage: str, columns: str) -> str:
     """The COPY statement for `stage` (a rendered relation) and its rendered column list."""
     return f"COPY {stage} ({columns}) FROM STDIN (FORMAT binary)"
-
-
-def copy_batches(
-    cursor: psycopg.Cursor[Any],
-    sql: str,
-    batches: Iterable[pa.RecordBatch],
-    types: Sequence[ColumnType],
-    time_index: int | None,
-) -> DayCounts:
-    """Stream `batches` (columns of `types`) into the binary COPY `sql`; count rows per day."""
-    days: DayCounts = Counter()
-    with cursor.copy(sql) as copy:
-        started = False
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            if not started:
-                copy.write(binary.SIGNATURE)
-                started = True
-            copy.write(memoryview(binary.encode(batch, types)))
-            days.update(day_counts(batch, time_index))
-        if started:
-            copy.write(binary.TRAILER)
-    return days
 
 
 def day_counts(batch: pa.RecordBatch | pa.Table, time_index: int | None) -> DayCounts:
@@ -73,46 +49,82 @@ def day_counts(batch: pa.RecordBatch | pa.Table, time_index: int | None) -> DayC
     )
 
 
-def summary(days: DayCounts) -> pa.RecordBatch:
-    """`days` as a record batch of SUMMARY_SCHEMA."""
-    return pa.RecordBatch.from_pydict({"day": list(days), "rows": list(days.values())}, schema=SUMMARY_SCHEMA)
-
-
-def stage_task(
-    params: dict[str, Any],
-    stage: str,
-    ledger: str,
-    columns: str,
-    types: Sequence[ColumnType],
-    time_index: int | None,
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function that COPYs one Spark partition into `stage` and commits it.
+@dataclass(frozen=True)
+class CopyStageWriter:
+    """The task-side writer of a PostgreSQL stage: each Spark task COPYs its rows into `stage`.
 
     Each partition commits once: its id goes into the `ledger` table (primary key) in the
     same transaction as its rows, so a retried or speculative attempt of a partition that
-    already committed copies nothing. A failure rolls the partition's COPY back.
+    already committed copies nothing. A failure rolls the partition's COPY back. A task reports
+    its rows per UTC day of the time column, never the rows.
     """
-    sql = copy_sql(stage, columns)
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
+    params: dict[str, Any]
+    stage: str
+    ledger: str
+    columns: str
+    schema: pa.Schema
+    types: tuple[ColumnType, ...]
+    time_index: int | None
 
-        context = TaskContext.get()
-        part = context.partitionId() if context is not None else 0
-        try:
-            with connect(params, where="the staging database") as conn, conn.transaction():
-                cursor = conn.cursor()
-                cursor.execute(f"INSERT INTO {ledger} VALUES (%s) ON CONFLICT DO NOTHING", [part])
-                if cursor.rowcount == 1:
-                    days = copy_batches(cursor, sql, batches, types, time_index)
-                else:
-                    days = Counter()
-                    for batch in batches:
-                        days.update(day_counts(batch, time_index))
-        except (*OUTAGES, TargetError) as exc:
-            raise RuntimeError(f"{FAILURE_MARK} {first_line(exc)}") from None
-        except psycopg.DataError as exc:
-            raise RuntimeError(f"{REFUSED_MARK} {first_line(exc)}") from None
-        yield summary(days)
+    def open(self, part: int) -> CopyStage:
+        return CopyStage(self, part)
 
-    return run
+
+class CopyStage:
+    """One Spark partition's COPY into the stage, inside one transaction (see `CopyStageWriter`)."""
+
+    def __init__(self, writer: CopyStageWriter, part: int) -> None:
+        self.writer = writer
+        self.days: DayCounts = Counter()
+        self._open = contextlib.ExitStack()
+        self._copy: Any = None
+        self._started = False
+        with _marked():
+            conn = self._open.enter_context(connect(writer.params, where="the staging database"))
+            self._open.enter_context(conn.transaction())
+            cursor = conn.cursor()
+            cursor.execute(f"INSERT INTO {writer.ledger} VALUES (%s) ON CONFLICT DO NOTHING", [part])
+            if cursor.rowcount == 1:  # else an earlier attempt of this partition committed already
+                self._copy = self._open.enter_context(cursor.copy(copy_sql(writer.stage, writer.columns)))
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        batch = by_name(batch, self.writer.schema)
+        if self._copy is not None and batch.num_rows:
+            with _marked():
+                if not self._started:
+                    self._copy.write(binary.SIGNATURE)
+                    self._started = True
+                self._copy.write(memoryview(binary.encode(batch, self.writer.types)))
+        self.days.update(day_counts(batch, self.writer.time_index))
+
+    def close(self) -> list[str]:
+        with _marked():
+            if self._started:
+                self._copy.write(binary.TRAILER)
+            self._open.close()
+        return [json.dumps({"day": day and day.isoformat(), "rows": n}) for day, n in self.days.items()]
+
+    def abort(self) -> None:
+        with contextlib.suppress(BaseException):
+            self._open.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def day_totals(reports: Iterable[str]) -> DayCounts:
+    """The tasks' reports (`CopyStage.close`) added up per day."""
+    days: DayCounts = Counter()
+    for report in reports:
+        data = json.loads(report)
+        days[date.fromisoformat(data["day"]) if data["day"] else None] += int(data["rows"])
+    return days
+
+
+@contextlib.contextmanager
+def _marked() -> Iterator[None]:
+    """A failed COPY as an error whose message the driver recognises in the failed Spark job."""
+    try:
+        yield
+    except (*OUTAGES, TargetError) as exc:
+        raise RuntimeError(f"{FAILURE_MARK} {first_line(exc)}") from None
+    except psycopg.DataError as exc:
+        raise RuntimeError(f"{REFUSED_MARK} {first_line(exc)}") from None

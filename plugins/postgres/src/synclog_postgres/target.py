@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, ClassVar
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities
 from synclog.errors import InputError, TargetError, outages
@@ -22,7 +20,7 @@ from synclog.urls import TargetURL
 from synclog_postgres import orphans, partitions
 from synclog_postgres.capabilities import CAPABILITIES
 from synclog_postgres.connection import OUTAGES, connect, conninfo
-from synclog_postgres.copy import FAILURE_MARK, REFUSED_MARK, SUMMARY_DDL, DayCounts, stage_task
+from synclog_postgres.copy import FAILURE_MARK, REFUSED_MARK, CopyStageWriter, DayCounts, day_totals
 
 _CURSOR = "synclog_export"
 _DDL_LOCK_CLASS = orphans.LOCK_CLASS + 1
@@ -167,37 +165,33 @@ class PostgresTarget(SqlTarget):
         self.execute(f"DROP TABLE IF EXISTS {stage.render()}, {_ledger(stage).render()}")
         self.fetch(orphans.lock_sql("pg_advisory_unlock"), orphans.stage_key(stage))
 
-    def load_frame(self, stage: Relation, table: TableSpec, frame: DataFrame) -> int:
-        """COPY each Spark partition into the stage from its executor; create the days it needs.
-
-        Only a per-day row count comes back to the driver. Each partition commits once (its
-        ledger row), so a retried task copies nothing twice.
-        """
-        relation = self.relation(table)
+    def stage_writer(self, stage: Relation, table: TableSpec) -> CopyStageWriter:
+        """Each Spark task COPYs its rows into the stage itself (and commits them once, see
+        `CopyStageWriter`); only its row count per day comes back to the driver."""
         time_index = None if table.time_column is None else table.column_names().index(table.time_column)
-        columns = ", ".join(self.quote(c) for c in table.column_names())
-        task = stage_task(
+        return CopyStageWriter(
             self.params,
             stage.render(),
             _ledger(stage).render(),
-            columns,
-            [c.type for c in table.columns],
+            ", ".join(self.quote(c) for c in table.column_names()),
+            table.arrow_schema(),
+            tuple(c.type for c in table.columns),
             time_index,
         )
-        days: DayCounts = Counter()
-        try:
-            for row in frame.select(*table.column_names()).mapInArrow(task, SUMMARY_DDL).collect():
-                days[row["day"]] += row["rows"]
-        except Exception as exc:
-            _raise_copy_failure(exc, relation)
-            raise
-        self._ensure_partitions(table, relation, days)
+
+    def load_staged(self, stage: Relation, table: TableSpec, reports: Sequence[str]) -> int:
+        """Create the day partitions the staged rows need, and sample the stage for the planner."""
+        days = day_totals(reports)
+        self._ensure_partitions(table, self.relation(table), days)
         # A small sample is enough for the planner to probe the replace-key index.
         keys = ", ".join(self.quote(k) for k in table.replace_key)
         with self.transaction():
             self.execute("SET LOCAL default_statistics_target = 10")
             self.execute(f"ANALYZE {stage.render()} ({keys})")
         return sum(days.values())
+
+    def raise_stage_failure(self, failure: Exception, table: TableSpec) -> None:
+        _raise_copy_failure(failure, self.relation(table))
 
     def lock_statement(self, relation: Relation) -> Statement:
         """Swaps into one table take turns, so two writers replaying the same keys cannot both insert."""
@@ -225,7 +219,7 @@ def _ledger(stage: Relation) -> Relation:
     return stage.with_name(stage.name + orphans.LEDGER)
 
 
-def _raise_copy_failure(exc: Exception, relation: Relation) -> None:
+def _raise_copy_failure(exc: BaseException, relation: Relation) -> None:
     """Turn an executor's failed COPY (buried in a Spark error) into one line: an outage
     (TargetError), or rows the server refused (InputError)."""
     text = str(exc)

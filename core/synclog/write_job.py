@@ -1,0 +1,134 @@
+"""One Spark job per write: each task checks its slice of the run once, keeps it, and stages it.
+
+The job's input is the canonical frame (`synclog.canonical`) with, beside its columns, one
+struct column per staged load: the load's rows, a projection of the same canonical row, so
+Spark computes them in the same pass. Each task then, batch by batch:
+
+- looks for a broken rule (`VIOLATION`); from the first one on it writes nothing more;
+- keeps the canonical rows in the run store (`StoreWriter`: one file per batch number);
+- hands each load's rows to the target's task-side stage writer (`SqlTarget.stage_writer`:
+  staged files, or a COPY into the warehouse's invisible staging table);
+
+and returns, as its task result, a few short reports: its run-store files with their status
+counts, each stage's reports, the first violation, and the earlier batches of the run whose
+identifiers it repeated. Nothing reaches the log tables here: the driver commits (run store,
+then each load's swap) only when no task reported a violation, and otherwise removes the
+write's files and lets the caller drop the stages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from synclog.canonical import CANONICAL_COLUMNS, REPEATS
+from synclog.errors import InputError
+from synclog.records import VIOLATION, raise_violation
+from synclog.storage.files import task_number, unreadable_file
+from synclog.storage.runstore import StoreWriter
+from synclog.targets.staging import StageWriter, TaskStage
+
+_STORE, _VIOLATION, _REPEATS = -1, -2, -3
+"""`part` of a report row that is not a load's: the run store's, a violation, repeated batches."""
+RESULT = "part int, report string"
+RESULT_SCHEMA = pa.schema([("part", pa.int32()), ("report", pa.string())])
+
+
+@dataclass(frozen=True)
+class StagedRows:
+    """One load's rows as columns of the canonical row, and the writer of its stage."""
+
+    columns: tuple[Column, ...]
+    writer: StageWriter
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What the tasks of a write reported: no row broke a rule."""
+
+    store: list[str]
+    """The run store's reports (`RunStore.commit_write`)."""
+    stages: list[list[str]]
+    """Per staged load, in order, its tasks' reports (`SqlTarget.load_staged`)."""
+    repeated: set[int] = field(default_factory=set)
+    """Earlier batches holding identifiers this write repeated."""
+
+
+def run_write_job(canonical: DataFrame, store: StoreWriter, staged: Sequence[StagedRows]) -> JobResult:
+    """Run the write's one job. Raises the InputError of the first violation found.
+
+    The caller removes the run store's folder and drops the stages when this raises.
+    """
+    loads = [F.struct(*rows.columns).alias(f"_load{i}") for i, rows in enumerate(staged)]
+    frame = canonical.select(*CANONICAL_COLUMNS, VIOLATION, REPEATS, *loads)
+    task = _task(store, [rows.writer for rows in staged])
+    try:
+        done = frame.mapInArrow(task, RESULT).collect()
+    except Exception as exc:
+        unreadable = unreadable_file(exc)
+        if unreadable is None:
+            raise
+        raise InputError(f"cannot read records {unreadable}") from None
+    violations = sorted(row["report"] for row in done if row["part"] == _VIOLATION)
+    if violations:
+        raise_violation(violations[0])
+    stages: list[list[str]] = [[] for _ in staged]
+    for row in done:
+        if row["part"] >= 0:
+            stages[row["part"]].append(row["report"])
+    return JobResult(
+        store=[row["report"] for row in done if row["part"] == _STORE],
+        stages=stages,
+        repeated={int(n) for row in done if row["part"] == _REPEATS for n in json.loads(row["report"])},
+    )
+
+
+def _task(store: StoreWriter, writers: Sequence[StageWriter]):  # type: ignore[no-untyped-def]
+    """The function each task runs (`mapInArrow`)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        part = task_number()
+        kept = store.open(part)
+        stages: list[TaskStage] = [writer.open(part) for writer in writers]
+        violation: str | None = None
+        repeated: set[int] = set()
+        try:
+            for batch in batches:
+                found = pc.min(batch.column(VIOLATION)).as_py()
+                if found is not None:
+                    violation = found if violation is None else min(violation, found)
+                if violation is not None or not batch.num_rows:
+                    continue  # the write is refused: nothing more needs keeping
+                kept.write(batch.select(CANONICAL_COLUMNS))
+                repeats = pc.unique(pc.list_flatten(batch.column(REPEATS))).to_pylist()
+                repeated.update(n for n in repeats if n is not None)
+                for number, stage in enumerate(stages):
+                    stage.write(pa.RecordBatch.from_struct_array(batch.column(f"_load{number}")))
+        except BaseException:
+            for open_ in (kept, *stages):
+                open_.abort()
+            raise
+        if violation is not None:
+            for open_ in (kept, *stages):
+                open_.abort()
+            yield _reports([(_VIOLATION, violation)])
+            return
+        rows = [(_STORE, report) for report in kept.close()]
+        for number, stage in enumerate(stages):
+            rows += [(number, report) for report in stage.close()]
+        if repeated:
+            rows.append((_REPEATS, json.dumps(sorted(repeated))))
+        yield _reports(rows)
+
+    return run
+
+
+def _reports(rows: list[tuple[int, str]]) -> pa.RecordBatch:
+    parts, reports = zip(*rows, strict=True) if rows else ((), ())
+    return pa.RecordBatch.from_pydict({"part": list(parts), "report": list(reports)}, schema=RESULT_SCHEMA)

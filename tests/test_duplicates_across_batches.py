@@ -1,0 +1,67 @@
+"""A run logged batch by batch holds the same DUPLICATE flags as the same records in one write_run.
+
+An identifier that an earlier batch of the run holds is flagged when the later batch is
+written; `finish` then flags the earlier occurrence too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from synclog.config import Config
+from synclog.storage.location import Location
+from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.writer import SyncLog
+
+COLUMNS = "log_id, record_identifier, batch_number, status, status_message, invalid_reason"
+
+
+def logged(tmp_path: Path, name: str, spark: SparkSession, batch_by_batch: bool) -> list[dict[str, object]]:
+    run = make_run()
+    # 30 records in 3 batches: position 25 (batch 2) repeats position 2 (batch 0), 15 (batch 1)
+    # repeats 14 (batch 1), and 21 (batch 2) repeats 11 (batch 1).
+    rows = record_rows(run, count=30, batches=3, duplicate_of={25: 2, 15: 14, 21: 11})
+    config = Config(storage=Location.parse(str(tmp_path / f"{name}-storage")))
+    with SyncLog.open(f"duckdb:///{tmp_path / name}.duckdb", config, spark) as log:
+        if batch_by_batch:
+            for batch in range(3):
+                log.write(run, make_records(spark, [r for r in rows if r[5] == batch]))
+            log.finish(run)
+        else:
+            log.write_run(run, make_records(spark, rows))
+        table = log.target.query(f"SELECT {COLUMNS} FROM census.sync_log ORDER BY log_id")
+        assert not log.store.has(run)
+    return table.to_pylist()
+
+
+def test_batch_by_batch_and_write_run_hold_the_same_flags(spark: SparkSession, tmp_path: Path) -> None:
+    one_call = logged(tmp_path, "one", spark, batch_by_batch=False)
+    batches = logged(tmp_path, "batches", spark, batch_by_batch=True)
+    assert batches == one_call
+    duplicates = sorted(
+        (r["record_identifier"], r["batch_number"]) for r in one_call if r["invalid_reason"] == "DUPLICATE"
+    )
+    assert duplicates == sorted(
+        [
+            ("user1234-2@example.com", 0),
+            ("user1234-2@example.com", 2),
+            ("user1234-14@example.com", 1),
+            ("user1234-14@example.com", 1),
+            ("user1234-11@example.com", 1),
+            ("user1234-11@example.com", 2),
+        ]
+    )
+
+
+def test_a_replayed_batch_is_no_duplicate_of_itself(spark: SparkSession, tmp_path: Path) -> None:
+    run = make_run()
+    rows = record_rows(run, count=20, batches=2, duplicate_of={})
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
+    with SyncLog.open(f"duckdb:///{tmp_path / 'x'}.duckdb", config, spark) as log:
+        for batch in (0, 1, 1, 0):  # batches 1 and 0 written twice
+            log.write(run, make_records(spark, [r for r in rows if r[5] == batch]))
+        log.finish(run)
+        invalid = log.target.query("SELECT invalid_reason, count(*) AS n FROM census.sync_log GROUP BY 1")
+    assert {r["invalid_reason"]: r["n"] for r in invalid.to_pylist()} == {None: 19, "NULL": 1}
