@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -11,6 +12,7 @@ from pyspark.sql import SparkSession
 from synclog.canonical import canonical_frame
 from synclog.capabilities import Capabilities
 from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
+from synclog.config import Config
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.lake import (
     ABORTED_MESSAGE,
@@ -25,8 +27,10 @@ from synclog.layouts.lake import (
 from synclog.layouts.registry import layout
 from synclog.payload_schema import payload_schema
 from synclog.records import VIOLATION
+from synclog.storage.location import Location
 from synclog.targets.lake_files import PathTemplate
 from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.writer import SyncLog
 
 CAPS = Capabilities(json_type="STRING", layouts=("lake",))
 
@@ -121,3 +125,25 @@ def test_run_rows_are_the_metadata_and_the_facts(spark: SparkSession) -> None:
 def test_payload_schema(spark: SparkSession, payloads: list[str | None], expected: dict[str, object]) -> None:
     frame = spark.createDataFrame([(p,) for p in payloads], "record_payload string")
     assert payload_schema(frame) == expected
+
+
+def test_writes_compute_the_payload_schema_of_the_batches_kept(spark: SparkSession, tmp_path: Path) -> None:
+    """metadata.json's schema comes from the writes' own tasks (no pass of its own) and equals a
+    pass over the batches kept: a batch written again drops what its earlier copy held."""
+    run = make_run()
+    rows = record_rows(run, count=8, batches=2)
+
+    def with_payload(batch: int, payload: str) -> list[tuple[object, ...]]:
+        return [(*r[:4], payload, *r[5:]) for r in rows if r[5] == batch]
+
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
+    with SyncLog.open(f"lake:///{tmp_path / 'lake'}", config, spark) as log:
+        log.write(run, make_records(spark, with_payload(0, '{"a": 1, "gone": true}')))
+        log.write(run, make_records(spark, with_payload(1, '{"a": "x", "b": null}')))
+        log.write(run, make_records(spark, with_payload(0, '{"a": 2, "c": {"d": 1}}')))  # replaces batch 0
+        recorded = log.store.payload_schema(run)
+        expected = payload_schema(log.store.read(spark, run))
+        log.finish(run)
+    assert recorded == expected == {"a": ["number", "string"], "b": "null", "c": "object"}
+    (metadata,) = (tmp_path / "lake").rglob("metadata.json")
+    assert json.loads(metadata.read_text())["record_payload_schema"] == expected

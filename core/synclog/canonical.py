@@ -160,7 +160,8 @@ def flag_repeated(records: DataFrame, identifiers: DataFrame) -> DataFrame:
         .where(F.col("_batches") > 1)
         .select("record_identifier", F.lit(2).alias("_identifier_count"))
     )
-    joined = records.join(repeated.hint("merge"), "record_identifier", "left").fillna(1, ["_identifier_count"])
+    joined = records.join(repeated.hint("merge"), "record_identifier", "left")
+    joined = joined.fillna(1, ["_identifier_count"])
     invalid = F.col("status").isin(RecordStatus.INVALID_NULL.value, RecordStatus.INVALID_DUPLICATE.value)
     values = {
         "status": F.when(invalid, F.col("status")).otherwise(checks.checked_status("_identifier_count")),

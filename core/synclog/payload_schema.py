@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 JSON_TYPES = ("string", "number", "boolean", "array", "object", "null")
+SEPARATOR = "\x1f"
+"""Between a field's name and its type in a `field_types` pair."""
 
 FieldType = str | list[str]
 """One JSON type, or the sorted types of a field whose records disagree (e.g. ["number", "string"])."""
@@ -23,21 +27,35 @@ def json_type(variant_type: Column) -> Column:
     )
 
 
-def payload_schema(records: DataFrame, column: str = "record_payload") -> dict[str, FieldType]:
-    """Field → JSON type over every payload object in `records` (JSON text).
+def field_types(column: Column) -> Column:
+    """`field<SEP>type` for each top-level field of the JSON object `column` (JSON text): an
+    array, empty for a payload that is no object. Computed row by row, inside any Spark pass."""
+    fields = F.try_parse_json(column).try_cast("map<string, variant>")
 
-    Spark parses and explodes the payloads on the executors; only one row per distinct
-    (field, type) reaches the driver. A field that is NULL in some records and typed in
-    others gets its type; a field only ever NULL is "null"; a field whose records hold
-    different types gets the sorted list of them. Payloads that are not objects add nothing.
+    def pair(entry: Column) -> Column:
+        return F.concat(entry["key"], F.lit(SEPARATOR), json_type(F.schema_of_variant(entry["value"])))
+
+    return F.transform(F.coalesce(F.map_entries(fields), F.array()), pair)
+
+
+def schema_of(pairs: Iterable[str]) -> dict[str, FieldType]:
+    """Field → JSON type from `field_types` pairs (of any number of records).
+
+    A field that is NULL in some records and typed in others gets its type; a field only ever
+    NULL is "null"; a field whose records hold different types gets the sorted list of them.
     """
-    fields = F.try_parse_json(F.col(column)).try_cast("map<string, variant>")
-    pairs = records.select(F.explode(fields).alias("field", "value"))
-    typed = pairs.select("field", json_type(F.schema_of_variant("value")).alias("type")).distinct()
     found: dict[str, set[str]] = {}
-    for row in typed.collect():
-        found.setdefault(row["field"], set()).add(row["type"])
+    for pair in pairs:
+        name, _, type_ = pair.rpartition(SEPARATOR)
+        found.setdefault(name, set()).add(type_)
     return {name: _merge(types) for name, types in sorted(found.items())}
+
+
+def payload_schema(records: DataFrame, column: str = "record_payload") -> dict[str, FieldType]:
+    """Field → JSON type over every payload object in `records` (see `schema_of`), in a Spark
+    job of its own: only one row per distinct (field, type) reaches the driver."""
+    pairs = records.select(F.explode(field_types(F.col(column))).alias("pair")).distinct()
+    return schema_of(row["pair"] for row in pairs.collect())
 
 
 def _merge(types: set[str]) -> FieldType:

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from synclog.canonical import CANONICAL_COLUMNS, REPEATS
 from synclog.errors import InputError
+from synclog.payload_schema import field_types
 from synclog.records import VIOLATION, raise_violation
 from synclog.storage.files import task_number, unreadable_file
 from synclog.storage.runstore import StoreWriter
@@ -36,6 +37,8 @@ from synclog.targets.staging import StageWriter, TaskStage
 
 _STORE, _VIOLATION, _REPEATS = -1, -2, -3
 """`part` of a report row that is not a load's: the run store's, a violation, repeated batches."""
+_TYPES = "_payload_types"
+"""The column of each row's payload `field_types`, when the write computes them."""
 RESULT = "part int, report string"
 RESULT_SCHEMA = pa.schema([("part", pa.int32()), ("report", pa.string())])
 
@@ -60,13 +63,18 @@ class JobResult:
     """Earlier batches holding identifiers this write repeated."""
 
 
-def run_write_job(canonical: DataFrame, store: StoreWriter, staged: Sequence[StagedRows]) -> JobResult:
+def run_write_job(
+    canonical: DataFrame, store: StoreWriter, staged: Sequence[StagedRows], *, payload_types: bool = False
+) -> JobResult:
     """Run the write's one job. Raises the InputError of the first violation found.
 
+    With `payload_types`, the tasks also report each batch's payload field types to the run
+    store (`RunStore.payload_schema`), so the run's payload schema needs no pass of its own.
     The caller removes the run store's folder and drops the stages when this raises.
     """
     loads = [F.struct(*rows.columns).alias(f"_load{i}") for i, rows in enumerate(staged)]
-    frame = canonical.select(*CANONICAL_COLUMNS, VIOLATION, REPEATS, *loads)
+    types = [field_types(F.col("record_payload")).alias(_TYPES)] if payload_types else []
+    frame = canonical.select(*CANONICAL_COLUMNS, VIOLATION, REPEATS, *types, *loads)
     task = _task(store, [rows.writer for rows in staged])
     try:
         done = frame.mapInArrow(task, RESULT).collect()
@@ -105,7 +113,8 @@ def _task(store: StoreWriter, writers: Sequence[StageWriter]):  # type: ignore[n
                     violation = found if violation is None else min(violation, found)
                 if violation is not None or not batch.num_rows:
                     continue  # the write is refused: nothing more needs keeping
-                kept.write(batch.select(CANONICAL_COLUMNS))
+                types = batch.column(_TYPES) if _TYPES in batch.schema.names else None
+                kept.write(batch.select(CANONICAL_COLUMNS), types)
                 repeats = pc.unique(pc.list_flatten(batch.column(REPEATS))).to_pylist()
                 repeated.update(n for n in repeats if n is not None)
                 for number, stage in enumerate(stages):

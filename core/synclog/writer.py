@@ -196,9 +196,11 @@ class SyncLog:
         except TargetError as exc:
             written = self._keep_only(run, canonical, passes)
             return written, self._keep(run, written.batches, finished=False, error=exc)
+        types = self._needs_payload_schema(run)
         folder = self.store.begin_write(run)
         try:
-            result = run_write_job(canonical, self.store.writer(folder), [s.rows for s in staged])
+            stages = [s.rows for s in staged]
+            result = run_write_job(canonical, self.store.writer(folder), stages, payload_types=types)
         except BaseException as exc:
             self.store.abort_write(folder)
             outage = self._release(staged, exc)
@@ -301,7 +303,8 @@ class SyncLog:
         started = time.perf_counter()
         folder = self.store.begin_write(run)
         try:
-            result = run_write_job(canonical, self.store.writer(folder), [])
+            types = self._needs_payload_schema(run)
+            result = run_write_job(canonical, self.store.writer(folder), [], payload_types=types)
         except BaseException:
             self.store.abort_write(folder)
             raise
@@ -395,6 +398,10 @@ class SyncLog:
         self._ensured.clear()
         self._loaded.clear()
 
+    def _needs_payload_schema(self, run: Run) -> bool:
+        """Whether a layout of `run`'s sync records the payload schema (the write's tasks compute it)."""
+        return any(layout(name).needs_payload_schema for name in self.layouts(run.sync_id))
+
     def policy(self, sync_id: int) -> PayloadPolicy:
         """The payload policy `sync_id` is written with."""
         if self.policy_override is not None:
@@ -433,7 +440,8 @@ class SyncLog:
                     return None
                 return reads.enter_context(self.target.read_rows(table, run.sync_id, self.spark))
 
-            ctx = LayoutContext(run, records, self.target.capabilities, previous)
+            types = self.store.payload_schema(run) if phase == "run_rows" else None
+            ctx = LayoutContext(run, records, self.target.capabilities, previous, types)
             for name in self.layouts(run.sync_id):
                 for load in getattr(layout(name), phase)(ctx):
                     table = load.table

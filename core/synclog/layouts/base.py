@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame
 
 from synclog.capabilities import Capabilities
 from synclog.model import Run
+from synclog.payload_schema import FieldType
 from synclog.targets.rows import Rows
 from synclog.targets.tables import TableSpec
 
@@ -39,6 +40,8 @@ class LayoutContext:
     capabilities: Capabilities
     previous: Callable[[TableSpec], DataFrame | None] = _nothing
     """What a table holds for the run's sync, to diff against (`Target.read_rows`); None if nothing."""
+    payload_schema: Mapping[str, FieldType] | None = None
+    """For `run_rows`, the run's payload schema as its writes computed it (None: not computed)."""
 
 
 class Layout(ABC):
@@ -46,6 +49,9 @@ class Layout(ABC):
 
     name: ClassVar[str]
     tables: ClassVar[tuple[TableSpec, ...]]
+    needs_payload_schema: ClassVar[bool] = False
+    """The layout records the run's payload schema: each write's tasks compute it as they go
+    (`LayoutContext.payload_schema`), so it costs no pass of its own."""
 
     @abstractmethod
     def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:

@@ -135,6 +135,7 @@ class LakeLayout(Layout):
 
     name: ClassVar[str] = "lake"
     tables: ClassVar[tuple[TableSpec, ...]] = tuple(FILES)
+    needs_payload_schema: ClassVar[bool] = True
 
     def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         operation = _lookup(OPERATIONS, F.col("operation"))
@@ -162,7 +163,8 @@ class LakeLayout(Layout):
 
     def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         run, spark = ctx.run, ctx.records.sparkSession
-        metadata = metadata_row(run, payload_schema(ctx.records))
+        schema = ctx.payload_schema
+        metadata = metadata_row(run, payload_schema(ctx.records) if schema is None else schema)
         yield Load(RUN_METADATA, Rows.local(spark, RUN_METADATA, [metadata]))
         facts = (
             (SOURCE_OBJECTS, run.source_object),

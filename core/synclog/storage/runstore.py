@@ -36,6 +36,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from synclog.canonical import canonical_schema
 from synclog.model import Run
+from synclog.payload_schema import FieldType, schema_of
 from synclog.storage.files import PartFiles, publish, read_frame, remove
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
@@ -66,12 +67,16 @@ class RunState:
     """Per kept batch, its records by canonical status."""
     repeated: tuple[int, ...] = ()
     """Batches holding identifiers that later writes of the run repeated: `finish` flags them DUPLICATE."""
+    payload_types: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    """Per kept batch whose write computed them, its payloads' `field_types` pairs."""
 
     def to_json(self) -> str:
         batches = {str(n): [vars(f) for f in files] for n, files in self.batches.items()}
         state = {"run": self.run.to_dict(), "batches": batches, "pending": list(self.pending)}
         statuses = {str(n): dict(counts) for n, counts in self.statuses.items()}
+        types = {str(n): list(pairs) for n, pairs in self.payload_types.items()}
         extra = {"finished": self.finished, "statuses": statuses, "repeated": list(self.repeated)}
+        extra["payload_types"] = types
         return json.dumps({**state, **extra})
 
     @classmethod
@@ -87,6 +92,7 @@ class RunState:
             finished=bool(data["finished"]),
             statuses={int(n): dict(counts) for n, counts in data.get("statuses", {}).items()},
             repeated=tuple(data.get("repeated", ())),
+            payload_types={int(n): tuple(pairs) for n, pairs in data.get("payload_types", {}).items()},
         )
 
 
@@ -132,12 +138,16 @@ class RunStore:
         """
         files: dict[int, list[StoredFile]] = {}
         per_batch: dict[int, Counter[str]] = {}
+        types: dict[int, set[str]] = {}
         for report in reports:
             data = json.loads(report)
             number = int(data["batch"])
             files.setdefault(number, []).append(StoredFile(data["path"], int(data["rows"])))
             per_batch.setdefault(number, Counter()).update(data["statuses"])
-        self._commit(run, {n: tuple(f) for n, f in files.items()}, per_batch, set(repeated) - set(files))
+            if "types" in data:
+                types.setdefault(number, set()).update(data["types"])
+        kept = {n: tuple(f) for n, f in files.items()}
+        self._commit(run, kept, per_batch, set(repeated) - set(files), types)
         return Written(tuple(sorted(files)), dict(sum(per_batch.values(), Counter())))
 
     def _commit(
@@ -146,8 +156,11 @@ class RunStore:
         batches: Mapping[int, tuple[StoredFile, ...]],
         statuses: Mapping[int, Mapping[str, int]],
         repeated: Iterable[int] = (),
+        types: Mapping[int, set[str]] | None = None,
     ) -> None:
         before = self.state(run) or RunState(run)
+        payload_types = {n: t for n, t in before.payload_types.items() if n not in batches}
+        payload_types.update({n: tuple(sorted(t)) for n, t in (types or {}).items()})
         self._save(
             replace(
                 before,
@@ -155,6 +168,7 @@ class RunStore:
                 batches={**before.batches, **batches},
                 statuses={**before.statuses, **{n: dict(c) for n, c in statuses.items()}},
                 repeated=tuple(sorted({*before.repeated, *repeated})),
+                payload_types=payload_types,
             )
         )
         fs = self.location.filesystem()
@@ -188,6 +202,14 @@ class RunStore:
         files = tuple(f for kept in state.batches.values() for f in kept)
         schema = T.StructType([canonical_schema()["record_identifier"], canonical_schema()[PARTITION]])
         return read_frame(spark, Manifest(self.location, files), schema)
+
+    def payload_schema(self, run: Run) -> dict[str, FieldType] | None:
+        """The payload schema of `run`'s kept batches, from the pairs their writes computed;
+        None when a batch was written without them (then it takes a pass over the run)."""
+        state = self.state(run)
+        if state is None or set(state.payload_types) != set(state.batches):
+            return None
+        return schema_of(pair for pairs in state.payload_types.values() for pair in pairs)
 
     def repeated(self, run: Run) -> tuple[int, ...]:
         """Kept batches whose identifiers later writes repeated (see `RunState.repeated`)."""
@@ -285,22 +307,31 @@ class StoreTask:
     def __init__(self, files: PartFiles) -> None:
         self.files = files
         self.counts: dict[str, Counter[str]] = {}
+        self.types: dict[str, set[str]] = {}
 
-    def write(self, batch: pa.RecordBatch) -> None:
-        """Keep canonical rows, split by batch number."""
+    def write(self, batch: pa.RecordBatch, payload_types: pa.Array | None = None) -> None:
+        """Keep canonical rows, split by batch number; `payload_types` (the rows' `field_types`)
+        are reported per batch."""
         column = batch.column(PARTITION)
         for number in pc.unique(column).to_pylist():
-            rows = batch.filter(pc.equal(column, number))
+            chosen = pc.equal(column, number)
+            rows = batch.filter(chosen)
             key = str(number)
             self.files.write(key, rows)
             self.counts.setdefault(key, Counter()).update(rows.column("status").to_pylist())
+            if payload_types is not None:
+                pairs = pc.unique(pc.list_flatten(payload_types.filter(chosen))).to_pylist()
+                self.types.setdefault(key, set()).update(pairs)
 
     def close(self) -> list[str]:
         """Publish the files; one report per file."""
-        return [
-            json.dumps({"batch": int(key), "path": path, "rows": rows, "statuses": self.counts[key]})
-            for key, path, rows in self.files.close()
-        ]
+        reports = []
+        for key, path, rows in self.files.close():
+            report = {"batch": int(key), "path": path, "rows": rows, "statuses": self.counts[key]}
+            if key in self.types:
+                report["types"] = sorted(self.types[key])
+            reports.append(json.dumps(report))
+        return reports
 
     def abort(self) -> None:
         """Drop the unfinished files."""
