@@ -38,9 +38,9 @@ faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, Pos
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 
-dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the example plugins, into $(DIST)/ (python -m build)
+dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the example plugins, into $(DIST)/ (pip wheel, each in an isolated build env)
 	rm -rf $(DIST)
-	$(foreach p,. $(PLUGINS) $(EXAMPLES),$(BUILD_PYTHON) -m build --wheel --no-isolation --outdir $(DIST) $(p) >/dev/null &&) true
+	$(BUILD_PYTHON) -m pip wheel -q --no-deps --wheel-dir $(DIST) $(foreach p,. $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
 	@ls $(DIST)
 
 lint: $(STAMP)
