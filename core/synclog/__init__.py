@@ -16,10 +16,13 @@ from synclog.model import (
 )
 from synclog.plugins.hookspecs import hookimpl
 from synclog.privacy import Mask, PayloadPolicy
+from synclog.records import INPUT_ARROW_SCHEMA, INPUT_SCHEMA
 from synclog.targets.base import Target, TargetSettings, TargetType
 from synclog.writer import SyncLog, WriteResult
 
 __all__ = [
+    "INPUT_ARROW_SCHEMA",
+    "INPUT_SCHEMA",
     "Behaviour",
     "Capabilities",
     "Casefold",
