@@ -3,6 +3,7 @@
 from synclog.capabilities import Capabilities, Casefold
 from synclog.config import Config
 from synclog.errors import ConfigError, InputError, SynclogError, TargetError
+from synclog.ids import stable_id
 from synclog.model import (
     Behaviour,
     Connection,
@@ -47,4 +48,5 @@ __all__ = [
     "TargetType",
     "WriteResult",
     "hookimpl",
+    "stable_id",
 ]
