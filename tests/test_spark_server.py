@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,8 +13,6 @@ import duckdb
 import pytest
 
 from synclog import spark_server
-
-pytestmark = pytest.mark.spark
 
 WRITER = """
 import sys
@@ -51,6 +50,23 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
     spark_server.stop()  # whatever the test did, no server outlives it
 
 
+def test_a_stale_state_file_is_no_server(env: dict[str, str]) -> None:
+    """A state file whose process is gone (or is not a Spark Connect server) counts as no server."""
+    folder = spark_server.state_dir()
+    folder.mkdir(parents=True)
+    state = {
+        "remote": "sc://127.0.0.1:1",
+        "pid": os.getpid(),
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "log": "",
+    }
+    (folder / "spark-server.json").write_text(json.dumps(state))
+    assert spark_server.running() is None
+    assert synclog(env, "spark", "status").startswith("no Spark Connect server")
+    assert spark_server.stop() is None and not (folder / "spark-server.json").exists()
+
+
+@pytest.mark.spark
 def test_start_status_write_through_and_stop(env: dict[str, str], tmp_path: Path) -> None:
     assert synclog(env, "spark", "status").startswith("no Spark Connect server")
     started = synclog(env, "spark", "start", "--master", "local[1]", "--driver-memory", "1g")

@@ -69,9 +69,9 @@ def running() -> ServerState | None:
     try:
         data = json.loads((state_dir() / "spark-server.json").read_text(encoding="utf-8"))
         state = ServerState(**data)
-    except (OSError, ValueError, TypeError):
+        port = int(state.remote.rsplit(":", 1)[1])
+    except (OSError, ValueError, TypeError, IndexError):
         return None
-    port = int(state.remote.rsplit(":", 1)[1])
     return state if _is_server(state.pid) and _accepts(port) else None
 
 
