@@ -28,19 +28,20 @@ test: $(STAMP)  ## set up what the suite needs (Java, PostgreSQL) and run all of
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt (bench/RESULTS.md); hightouch diff of a 1M-row model
+bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt, small runs cold and warm (bench/RESULTS.md); hightouch diff of a 1M-row model
 	./scripts/system-deps.sh
 	$(BIN)/python -m pip install -q -e "./plugins/postgres[bench]"
 	$(BIN)/python bench/postgres_bench.py
+	$(BIN)/python bench/small_runs.py
 	$(BIN)/python bench/diff_bench.py
 
 faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, PostgreSQL and the lake on moto S3 (bench/FAULTS.md)
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 
-dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the example plugins, into $(DIST)/ (python -m build)
+dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the example plugins, into $(DIST)/ (pip wheel, each in an isolated build env)
 	rm -rf $(DIST)
-	$(foreach p,. $(PLUGINS) $(EXAMPLES),$(BUILD_PYTHON) -m build --wheel --no-isolation --outdir $(DIST) $(p) >/dev/null &&) true
+	$(BUILD_PYTHON) -m pip wheel -q --no-deps --wheel-dir $(DIST) $(foreach p,. $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
 	@ls $(DIST)
 
 lint: $(STAMP)

@@ -53,7 +53,11 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     [
         ((), "the following arguments are required: command"),
         (("records",), "the following arguments are required: --sync"),
-        (("records", "--sync", "x"), "argument --sync: invalid int value: 'x'"),
+        (
+            ("runs", "--sync", "users_to_crm", "--limit", "0"),
+            "argument --limit: must be a positive number, got 0",
+        ),
+        (("spark", "restart"), "argument action: invalid choice: 'restart'"),
         (("records", "--sync", "1", "--status", "lost"), "argument --status: invalid choice"),
         (("records", "--sync", "1", "--layout", "nope"), "argument --layout: invalid choice"),
         (("records", "--sync", "1", "--out", "x.txt"), "argument --out: must end in .csv, .jsonl, .parquet"),

@@ -1,10 +1,10 @@
-"""`make dist` builds wheels that install into a clean virtual environment, outside the checkout,
-and run: `synclog plugins` lists every target, and a tiny demo writes and answers."""
+"""`make dist`, run by the pip of a fresh virtual environment (nothing installed but what `venv`
+brings), builds wheels that install into that environment, outside the checkout, and run:
+`synclog plugins` lists every target, and a tiny demo writes and answers."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
@@ -23,15 +23,15 @@ def run(*args: str | Path, cwd: Path) -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_wheels_install_and_run_in_a_clean_venv(tmp_path: Path) -> None:
+    env = tmp_path / "venv"
+    venv.create(env, with_pip=True)
     dist = tmp_path / "dist"
-    run("make", "-s", "dist", f"DIST={dist}", f"BUILD_PYTHON={sys.executable}", cwd=ROOT)
+    run("make", "-s", "dist", f"DIST={dist}", f"BUILD_PYTHON={env / 'bin' / 'python'}", cwd=ROOT)
     wheels = sorted(dist.glob("*.whl"))
     assert len(wheels) == 1 + len(list((ROOT / "plugins").iterdir())) + len(
         list((ROOT / "examples").iterdir())
     )
 
-    env = tmp_path / "venv"
-    venv.create(env, with_pip=True)
     run(env / "bin" / "python", "-m", "pip", "install", "-q", "--find-links", dist, *wheels, cwd=tmp_path)
     where = run(env / "bin" / "python", "-c", "import synclog; print(synclog.__file__)", cwd=tmp_path)
     assert where.strip().startswith(str(env)), "synclog comes from the wheel, not the checkout"

@@ -3,6 +3,7 @@
 from synclog.capabilities import Capabilities, Casefold
 from synclog.config import Config
 from synclog.errors import ConfigError, InputError, SynclogError, TargetError
+from synclog.ids import stable_id
 from synclog.model import (
     Behaviour,
     Connection,
@@ -16,10 +17,13 @@ from synclog.model import (
 )
 from synclog.plugins.hookspecs import hookimpl
 from synclog.privacy import Mask, PayloadPolicy
+from synclog.records import INPUT_ARROW_SCHEMA, INPUT_SCHEMA
 from synclog.targets.base import Target, TargetSettings, TargetType
 from synclog.writer import SyncLog, WriteResult
 
 __all__ = [
+    "INPUT_ARROW_SCHEMA",
+    "INPUT_SCHEMA",
     "Behaviour",
     "Capabilities",
     "Casefold",
@@ -44,4 +48,5 @@ __all__ = [
     "TargetType",
     "WriteResult",
     "hookimpl",
+    "stable_id",
 ]

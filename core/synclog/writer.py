@@ -12,6 +12,7 @@ from types import TracebackType
 
 from pyspark.sql import DataFrame, SparkSession
 
+from synclog.batches import Batch, as_frame
 from synclog.canonical import canonical_frame, flag_repeated
 from synclog.config import Config
 from synclog.errors import ConfigError, TargetError, first_line
@@ -68,7 +69,7 @@ class SyncLog:
     """Writes the record results of sync runs into a target's log tables.
 
     >>> with SyncLog.open("duckdb:///logs.duckdb") as log:
-    ...     log.write(run, records)            # records: a Spark DataFrame
+    ...     log.write(run, records)   # a Spark or pandas DataFrame, an Arrow table, a list of dicts
     """
 
     def __init__(
@@ -154,9 +155,11 @@ class SyncLog:
         """Where the log tables go (known without connecting)."""
         return self.connector.url
 
-    def write(self, run: Run, records: DataFrame) -> WriteResult:
+    def write(self, run: Run, records: Batch) -> WriteResult:
         """Log one or more batches of `run`. A batch written again replaces its earlier copy.
 
+        `records`: a Spark or pandas DataFrame, a pyarrow Table or RecordBatch, or a list of
+        dicts, with the columns of `synclog.INPUT_SCHEMA` (see `synclog.batches`).
         One Spark job validates the records, keeps them in the run store and stages every load
         that can be staged by its tasks (`synclog.write_job`); the swaps follow only when no
         record broke a rule. Raises InputError, before anything reaches a log table, when
@@ -164,6 +167,7 @@ class SyncLog:
         key the environment lacks.
         """
         started = time.perf_counter()
+        records = as_frame(records, lambda: self.spark)
         self.layouts(run.sync_id)
         check_columns(records)
         policy = self.policy(run.sync_id)
@@ -339,8 +343,8 @@ class SyncLog:
         self._keep_only(run, flag_repeated(records, identifiers), {})
         return repeated
 
-    def write_run(self, run: Run, records: DataFrame) -> WriteResult:
-        """Log a whole, finished run in one call: `write`, then `finish`."""
+    def write_run(self, run: Run, records: Batch) -> WriteResult:
+        """Log a whole, finished run in one call: `write`, then `finish` (`records` as for `write`)."""
         started = time.perf_counter()
         result = self.write(run, records)
         passes = dict(result.passes)

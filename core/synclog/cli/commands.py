@@ -18,6 +18,7 @@ import pyarrow as pa
 from synclog.cli.output import OUT_SUFFIXES, format_rows, format_table, write_rows
 from synclog.config import Config
 from synclog.errors import ConfigError
+from synclog.ids import id_of
 from synclog.inputs import read_records
 from synclog.layouts.registry import LAYOUTS
 from synclog.model import Run
@@ -25,6 +26,8 @@ from synclog.plugins.manager import registry
 from synclog.spark import LOG_LEVEL_ENV
 from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs
 from synclog.writer import SyncLog
+
+_ID_HELP = "{} id, or its name (mapped to the id by synclog.stable_id)"
 
 
 def add_parsers(subs: Any) -> None:
@@ -47,8 +50,8 @@ def add_parsers(subs: Any) -> None:
     cleanup.set_defaults(handler=run_cleanup)
 
     records = subs.add_parser("records", help="show logged records of a sync (Sync Tracking)")
-    records.add_argument("--sync", required=True, type=int, help="sync id")
-    records.add_argument("--run", type=int, help="sync run id")
+    records.add_argument("--sync", required=True, type=id_of, help=_ID_HELP.format("sync"))
+    records.add_argument("--run", type=id_of, help=_ID_HELP.format("sync run"))
     records.add_argument(
         "--status",
         choices=[s.value for s in Tracked],
@@ -60,7 +63,7 @@ def add_parsers(subs: Any) -> None:
     records.set_defaults(handler=run_records)
 
     runs = subs.add_parser("runs", help="list a sync's runs with records by status (Sync History)")
-    runs.add_argument("--sync", required=True, type=int, help="sync id")
+    runs.add_argument("--sync", required=True, type=id_of, help=_ID_HELP.format("sync"))
     _page_options(runs)
     _target_option(runs)
     runs.set_defaults(handler=run_runs)

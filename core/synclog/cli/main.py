@@ -26,7 +26,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every synclog command."""
-    from synclog.cli import commands, demo
+    from synclog.cli import commands, demo, spark
 
     parser = _Parser(
         prog="synclog",
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo.add_parser(subs)
     commands.add_parsers(subs)
+    spark.add_parser(subs)
     return parser
 
 

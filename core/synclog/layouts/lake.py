@@ -103,6 +103,7 @@ RUN_METADATA = TableSpec(
         Col("sync_run_finished_at", C.TIMESTAMP),
         Col("sync_run_status", C.STRING, "running, succeeded or failed"),
         Col("record_payload_schema", C.JSON, "Payload field → JSON type"),
+        Col("extra", C.JSON, "The engine's own fields of the run (Run.extra), NULL when none"),
     ),
     replace_key=("organization_id", "sync_id", "sync_run_id"),
 )
@@ -197,6 +198,7 @@ def metadata_row(run: Run, schema: Mapping[str, FieldType]) -> dict[str, Any]:
         "sync_run_finished_at": run.finished_at,
         "sync_run_status": run.status.value,
         "record_payload_schema": json.dumps(schema),
+        "extra": json.dumps(run.extra) if run.extra else None,
     }
 
 

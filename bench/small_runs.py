@@ -1,0 +1,183 @@
+"""Small runs, as a sync engine has them every 15 minutes: what synclog adds to one run.
+
+Each run is a new Python process, as a scheduled engine's is: it imports synclog, opens a DuckDB
+target, writes the run's records in batches (lists of dicts, what a Python engine holds) and
+finishes the run. Two modes:
+
+- cold: no Spark running; the process starts its own JVM;
+- warm: a server from `synclog spark start` runs (started once, before the runs, not timed), and
+  the process connects to it.
+
+Reported per mode, as the median over the runs: the first write (in cold mode it includes the
+JVM's start), `finish`, and the seconds synclog took in all (import, open, every write, finish).
+Writes the section "Small runs" of bench/RESULTS.md (replacing an earlier one).
+
+    python bench/small_runs.py [--records 5000] [--batches 5] [--runs 3] [--out bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "RESULTS.md"
+TITLE = "## Small runs"
+GOAL_S = 2.0
+"""Warm: synclog's seconds per run at most this."""
+
+
+def one_run(folder: Path, records: int, batches: int, number: int) -> dict[str, float]:
+    """One engine run in this process; its timings (seconds)."""
+    started = time.perf_counter()
+    from synclog import SyncLog, stable_id
+    from synclog.config import Config
+    from synclog.storage.location import Location
+    from synclog.testing.factories import make_run
+
+    run = make_run(sync_id=stable_id("bench_small_runs"), sync_run_id=number)
+    config = Config(storage=Location.parse(str(folder / "storage")))
+    per_batch = records // batches
+    timings: dict[str, float] = {}
+    with SyncLog.open(f"duckdb:///{folder / 'logs.duckdb'}", config) as log:
+        for batch in range(batches):
+            now = datetime.now(UTC)
+            rows = [
+                {
+                    "record_identifier": f"user-{batch}-{i}@example.com",
+                    "operation": "upsert",
+                    "status": "rejected" if i % 20 == 0 else "succeeded",
+                    "status_message": "INVALID_EMAIL" if i % 20 == 0 else None,
+                    "record_payload": json.dumps({"email": f"user-{batch}-{i}@example.com", "plan": "pro"}),
+                    "batch_number": batch,
+                    "batch_started_at": now,
+                    "batch_completed_at": now,
+                }
+                for i in range(per_batch)
+            ]
+            began = time.perf_counter()
+            log.write(run, rows)
+            if batch == 0:
+                timings["first_write"] = time.perf_counter() - began
+        began = time.perf_counter()
+        log.finish(run)
+        timings["finish"] = time.perf_counter() - began
+    timings["total"] = time.perf_counter() - started
+    return timings
+
+
+def measure(
+    mode: str, env: dict[str, str], args: argparse.Namespace, folder: Path, first: int
+) -> list[dict[str, float]]:
+    """`args.runs` runs of `mode`, each a new process, numbered from `first`."""
+    found = []
+    for number in range(first, first + args.runs):
+        done = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--one-run",
+                str(folder),
+                "--records",
+                str(args.records),
+                "--batches",
+                str(args.batches),
+                "--number",
+                str(number),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{mode} run {number} failed: {done.stderr.strip().splitlines()[-1:]}")
+        found.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(f"{mode} run {number}: {found[-1]}", flush=True)
+    return found
+
+
+def section(results: dict[str, list[dict[str, float]]], records: int, batches: int) -> str:
+    """The markdown of the section."""
+    rows = []
+    for mode, runs in results.items():
+        cells = [
+            f"{statistics.median(r[key] for r in runs):.2f}" for key in ("first_write", "finish", "total")
+        ]
+        rows.append(f"| {mode} | {records:,} | {' | '.join(cells)} |")
+    warm = statistics.median(r["total"] for r in results["warm"])
+    verdict = "met" if warm <= GOAL_S else "missed"
+    return "\n".join(
+        [
+            TITLE,
+            "",
+            f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by bench/small_runs.py; load average "
+            f"{os.getloadavg()[0]:.1f}. A {records:,}-record run in {batches} batches plus `finish`, "
+            "each run a new process writing lists of dicts into DuckDB; cold: the process starts "
+            "its own JVM; warm: `synclog spark start` runs. Medians over "
+            f"{len(results['warm'])} runs per mode.",
+            "",
+            "| mode | records | first write s | finish s | synclog seconds per run |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+            f"Goal: warm ≤ {GOAL_S:.0f} s per run — measured {warm:.2f} s ({verdict}).",
+            "",
+        ]
+    )
+
+
+def replace_section(text: str, new: str) -> str:
+    """`text` with its "Small runs" section replaced by `new` (appended when there is none)."""
+    start = text.find(TITLE + "\n")
+    if start < 0:
+        return text.rstrip("\n") + "\n\n" + new
+    end = text.find("\n## ", start + len(TITLE))
+    return text[:start] + new + (text[end + 1 :] if end >= 0 else "")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=5000)
+    parser.add_argument("--batches", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="the results file (default: bench/RESULTS.md)"
+    )
+    parser.add_argument("--one-run", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--number", type=int, default=1, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one_run:
+        print(json.dumps(one_run(args.one_run, args.records, args.batches, args.number)))
+        return 0
+
+    from synclog import spark_server
+
+    with tempfile.TemporaryDirectory(prefix="synclog-small-runs-") as tmp:
+        folder = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+        env[spark_server.DIR_ENV] = os.environ[spark_server.DIR_ENV] = str(folder / "spark")
+        results = {"cold": measure("cold", env, args, folder, 1)}
+        server, _ = spark_server.start()
+        try:
+            print(f"warm: {server.remote}", flush=True)
+            results["warm"] = measure("warm", env, args, folder, args.runs + 1)
+        finally:
+            spark_server.stop()
+    text = section(results, args.records, args.batches)
+    print(text)
+    before = args.out.read_text(encoding="utf-8") if args.out.exists() else "# Benchmark results\n"
+    args.out.write_text(replace_section(before, text), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

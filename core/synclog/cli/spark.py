@@ -1,0 +1,46 @@
+"""`synclog spark start|stop|status`: the warm Spark Connect server for sync engines."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from synclog import spark_server
+
+_NONE = "no Spark Connect server from `synclog spark start` is running"
+
+
+def add_parser(subs: Any) -> None:
+    """Add `synclog spark` to the `synclog` parser."""
+    spark = subs.add_parser(
+        "spark",
+        help="start, stop or show the local Spark Connect server every synclog process then uses",
+    )
+    spark.add_argument("action", choices=["start", "stop", "status"])
+    spark.add_argument(
+        "--master", help="the server's Spark master (default: $SYNCLOG_SPARK_MASTER or local[*])"
+    )
+    spark.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
+    spark.add_argument("--driver-memory", help="the server's heap (default: $SYNCLOG_DRIVER_MEMORY or 2g)")
+    spark.set_defaults(handler=run_spark)
+
+
+def run_spark(args: argparse.Namespace) -> int:
+    """Run one action and print one line about the server."""
+    if args.action == "start":
+        server, started = spark_server.start(args.master, args.port, args.driver_memory)
+        verb = "started" if started else "already running:"
+        print(f"{verb} Spark Connect server at {server.remote} (pid {server.pid}, log {server.log})")
+    elif args.action == "stop":
+        stopped = spark_server.stop()
+        print(f"stopped Spark Connect server at {stopped.remote} (pid {stopped.pid})" if stopped else _NONE)
+    else:
+        server = spark_server.running()
+        if server is None:
+            print(_NONE)
+        else:
+            up = int(server.uptime())
+            print(
+                f"running at {server.remote}, pid {server.pid}, up {up // 3600}h {up // 60 % 60}m {up % 60}s"
+            )
+    return 0

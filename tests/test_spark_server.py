@@ -1,0 +1,101 @@
+"""`synclog spark start|status|stop`: a warm Spark Connect server that a new process writes through."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from synclog import spark_server
+
+WRITER = """
+import sys
+import pandas as pd
+from pyspark import SparkContext
+from synclog import SyncLog
+from synclog.config import Config
+from synclog.spark import remote_url
+from synclog.storage.location import Location
+from synclog.testing.factories import RECORD_COLUMNS, make_run, record_rows
+
+run = make_run()
+batch = pd.DataFrame([dict(zip(RECORD_COLUMNS, row)) for row in record_rows(run, count=10, batches=1)])
+config = Config(storage=Location.parse(sys.argv[2]))
+with SyncLog.open(sys.argv[1], config, writes=True) as log:
+    written = log.write_run(run, batch)
+    print(remote_url(log.spark), written.records, SparkContext._gateway is None)
+"""
+
+
+def synclog(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "synclog", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The environment of a process that finds the server in `tmp_path` (never a user's own)."""
+    monkeypatch.setenv(spark_server.DIR_ENV, str(tmp_path / "spark"))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    yield clean
+    spark_server.stop()  # whatever the test did, no server outlives it
+
+
+def test_a_stale_state_file_is_no_server(env: dict[str, str]) -> None:
+    """A state file whose process is gone (or is not a Spark Connect server) counts as no server."""
+    folder = spark_server.state_dir()
+    folder.mkdir(parents=True)
+    state = {
+        "remote": "sc://127.0.0.1:1",
+        "pid": os.getpid(),
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "log": "",
+    }
+    (folder / "spark-server.json").write_text(json.dumps(state))
+    assert spark_server.running() is None
+    assert synclog(env, "spark", "status").startswith("no Spark Connect server")
+    assert spark_server.stop() is None and not (folder / "spark-server.json").exists()
+
+
+@pytest.mark.spark
+def test_start_status_write_through_and_stop(env: dict[str, str], tmp_path: Path) -> None:
+    assert synclog(env, "spark", "status").startswith("no Spark Connect server")
+    started = synclog(env, "spark", "start", "--master", "local[1]", "--driver-memory", "1g")
+    server = spark_server.running()
+    assert server is not None and started.startswith(f"started Spark Connect server at {server.remote}")
+    assert synclog(env, "spark", "start").startswith(
+        f"already running: Spark Connect server at {server.remote}"
+    )
+    status = synclog(env, "spark", "status")
+    assert status.startswith(f"running at {server.remote}, pid {server.pid}, up 0h ")
+
+    target = f"duckdb:///{tmp_path / 'logs.duckdb'}"
+    out = subprocess.run(
+        [sys.executable, "-c", WRITER, target, str(tmp_path / "storage")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    # a Connect session on loopback (SPARK_REMOTE is unset: only the server's state file names one)
+    # and no JVM of the process's own
+    assert out.stdout.split() == [f"sc://{spark_server.HOST}", "10", "True"]
+    with duckdb.connect(str(tmp_path / "logs.duckdb"), read_only=True) as db:
+        assert db.execute("select count(*) from census.sync_log").fetchone() == (10,)
+
+    assert (
+        synclog(env, "spark", "stop") == f"stopped Spark Connect server at {server.remote} (pid {server.pid})"
+    )
+    assert spark_server.running() is None
+    proc = Path(f"/proc/{server.pid}")
+    assert not proc.exists() or b"SparkConnectServer" not in (proc / "cmdline").read_bytes()
