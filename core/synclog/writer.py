@@ -17,6 +17,7 @@ from synclog.errors import ConfigError, TargetError, first_line
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.registry import layout
 from synclog.model import Run
+from synclog.notices.notify import Notices
 from synclog.plugins.manager import payload_hooks, registry
 from synclog.privacy import PayloadPolicy
 from synclog.records import check_columns
@@ -72,6 +73,8 @@ class SyncLog:
         self._spark = _reachable(spark, self.config) if spark is not None else None
         self.progress = progress or (lambda _message: None)
         self.store = RunStore(self.config.storage)
+        self.notices = Notices(self.config, self.progress)
+        """Alert notices and OpenLineage events of the runs written (`[notices]`, `alerts`)."""
         self._ensured: set[TableSpec] = set()
         self._loaded: dict[str, str] = {}
         """Per table, the digest of the driver-built rows loaded last (loading them again is a no-op)."""
@@ -152,8 +155,11 @@ class SyncLog:
         policy = self.policy(run.sync_id)
         transform = policy.prepare(run.sync_id, payload_hooks())
         run = _redacted(run, policy)
+        first = not self.store.has(run)
         written = self.store.write(run, canonical_frame(run, records, datetime.now(UTC), transform))
         passes = {"validate and store": time.perf_counter() - started}
+        if first:
+            self.notices.started(self, run)
         waiting = self.store.pending_of(run)
         to_load = sorted({*written.batches, *(waiting.batches if waiting else ())})
         loaded = self._load_or_keep(run, to_load, finished=False, passes=passes)
@@ -172,7 +178,10 @@ class SyncLog:
         run = _redacted(run, self.policy(run.sync_id))
         waiting = self.store.pending_of(run)
         batches = waiting.batches if waiting else ()
-        return self._load_or_keep(run, batches, finished=True, passes=passes) or {}
+        statuses = self.store.statuses(run)  # before the load forgets the run
+        loaded = self._load_or_keep(run, batches, finished=True, passes=passes) or {}
+        self.notices.finished(self, run, statuses)
+        return loaded
 
     def write_run(self, run: Run, records: DataFrame) -> WriteResult:
         """Log a whole, finished run in one call: `write`, then `finish`."""
@@ -286,7 +295,9 @@ class SyncLog:
         return cleanup(self.target, self.config, now or datetime.now(UTC))
 
     def close(self) -> None:
-        """Close the target connection (the Spark session stays up)."""
+        """Wait (a bounded time) for notices still being delivered; close the target connection
+        (the Spark session stays up)."""
+        self.notices.close()
         self.connector.close()
 
     def __enter__(self) -> SyncLog:
