@@ -341,7 +341,7 @@ def test_a_receiver_down_or_slow_changes_nothing_and_waits_a_bounded_time(
         run = make_run(sync_run_id=1)
         rows = record_rows(run, 40)
         quiet = replace(config, notices=replace(config.notices, endpoints=()))
-        results = {}
+        results: dict[str, tuple[list[Any], list[Any]]] = {}
         warnings: list[str] = []
         for name, settings in (("quiet", quiet), ("noisy", config)):
             target = f"duckdb:///{tmp_path / f'{name}.duckdb'}"
@@ -349,25 +349,14 @@ def test_a_receiver_down_or_slow_changes_nothing_and_waits_a_bounded_time(
                 started = time.perf_counter()
                 log.write_run(run, make_records(spark, rows))
                 written = time.perf_counter() - started
-                log.close()
+                log.notices.close()
                 closed = time.perf_counter() - started - written
-                records = find_records(log.target, RecordQuery(1234, limit=100))
-                counts = find_runs(log.target, RunQuery(1234)).drop_columns(["started_at", "finished_at"])
-            results[name] = (
-                sorted(
-                    zip(*records.select(["record_identifier", "status"]).to_pydict().values(), strict=True),
-                    key=str,
-                ),
-                counts.to_pylist(),
-            )
-        assert results["noisy"] == results["quiet"]
+                records = find_records(log.target, RecordQuery(1234, limit=100)).to_pylist()
+                results[name] = (records, find_runs(log.target, RunQuery(1234)).to_pylist())
+        assert len(results["noisy"][0]) == 40 and results["noisy"] == results["quiet"]
         assert written < 20, "the write did not wait for the slow receiver"
         assert closed <= config.notices.patience + 1.0
-        assert any(
-            f"to webhook http://127.0.0.1:{down_url.split(':')[2].split('/')[0]}/… not delivered after 2 tries"
-            in w
-            for w in warnings
-        )
+        assert any(f"to webhook {masked(down_url)} not delivered after 2 tries" in w for w in warnings)
         assert any("to slack" in w and "not delivered" in w for w in warnings)
         assert all("\n" not in w for w in warnings)
     finally:

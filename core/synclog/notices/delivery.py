@@ -157,15 +157,15 @@ class Courier:
                 self._worker.start()
         self._queue.put((what, deliver))
 
-    def wait(self, seconds: float) -> None:
-        """Wait up to `seconds` for what was sent; warn about what is still undelivered then."""
-        end = time.monotonic() + seconds
+    def wait(self, deadline: float) -> None:
+        """Wait until `deadline` (`time.monotonic()`) at most for what was sent; warn about what is
+        still undelivered then."""
         with self._queue.all_tasks_done:
-            while self._queue.unfinished_tasks and (left := end - time.monotonic()) > 0:
+            while self._queue.unfinished_tasks and (left := deadline - time.monotonic()) > 0:
                 self._queue.all_tasks_done.wait(left)
             left_over = self._queue.unfinished_tasks
         if left_over:
-            self.warn(f"warning: {left_over} notice(s) to {self.where} not delivered within {seconds:g}s")
+            self.warn(f"warning: {left_over} notice(s) to {self.where} not delivered in time; given up")
 
     def _work(self) -> None:
         while True:

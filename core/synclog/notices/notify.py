@@ -11,6 +11,7 @@ background, and `close` waits for them a bounded time.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -149,8 +150,9 @@ class Notices:
 
     def close(self) -> None:
         """Wait, a bounded time, for what is still being delivered."""
+        deadline = time.monotonic() + self.settings.patience
         for courier in self._couriers.values():
-            courier.wait(self.settings.patience)
+            courier.wait(deadline)
 
     def _post(self, endpoint: Endpoint, notice: Notice) -> None:
         url = endpoint.resolved_url()
