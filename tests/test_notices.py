@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import threading
 import time
+import tomllib
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -166,6 +168,17 @@ def test_a_sync_overrides_the_default_rules(tmp_path: Path) -> None:
     config = Config.load(path)
     assert config.sync(1).alerts == AlertRules(failed_run=True, rejection_rate=0.05, freshness_hours=26)
     assert config.sync(7).alerts == AlertRules(failed_run=True, rejection_rate=0.5, freshness_hours=None)
+
+
+def test_the_readme_notice_examples_load() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Notices", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```toml\n(.*?)^```", section, re.S | re.M)
+    config = Config.from_dict(tomllib.loads("\n".join(blocks)), source="README")
+    assert config.sync(1234).alerts.rejection_rate == 0.2 and config.sync(1234).alerts.freshness_hours is None
+    assert config.sync(1).alerts.volume_runs == 5
+    assert [e.kind for e in config.notices.endpoints] == ["webhook", "slack"]
+    assert config.notices.lineage_namespace == "synclog"
 
 
 def test_urls_are_masked_and_bodies_signed() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +93,8 @@ class Notices:
         fired: list[Firing] = []
         for sync_id in syncs:
             rules = self.config.sync(sync_id).alerts
+            if rules == AlertRules():
+                continue
             runs = self._finished_runs(target, sync_id, rules) if logged else []
             last = runs[0] if runs else None
             if last is not None:
@@ -135,13 +137,13 @@ class Notices:
                     )
                 )
                 state.mark_sent(run_key, firing.rule)
-            state.open[firing.rule] = run_key
+                state.open[firing.rule] = run_key
         firing_now = {f.rule for f in firings}
         for rule in [r for r in rules if r in state.open and r not in firing_now]:
             fired_in = state.open.pop(rule)
             summary = f"sync {sync_id}: {rule} holds again (it fired for run {fired_in})"
             sent.append(Notice("resolved", sync_id, sync_run_id, rule, None, 0, summary, now))
-        if sent or firing_now:
+        if sent:
             self.state.save(sync_id, state)
         for notice in sent:
             for endpoint in self.settings.endpoints:
@@ -216,7 +218,7 @@ class Notices:
         table = find_runs(target, RunQuery(sync_id, limit=rules.volume_runs + 2))
         return [row for row in table.to_pylist() if row["finished_at"] is not None]
 
-    def _guarded(self, run: Run, action: Any) -> None:
+    def _guarded(self, run: Run, action: Callable[[], None]) -> None:
         if not self.sends:
             return
         try:
