@@ -244,6 +244,29 @@ def _validate(event: dict[str, Any]) -> None:
     jsonschema.validate(event["run"]["facets"][lineage.FACET], _facet_schema(), format_checker=checker)
 
 
+def test_an_aborted_run_ends_with_abort_and_the_same_run_id() -> None:
+    from openlineage.client.serde import Serde
+
+    run = make_run(sync_run_id=42, status=RunStatus.RUNNING)
+    counts = {"succeeded": 3, "aborted": 2}
+    ended = outcome(run.status, counts["aborted"])
+    tables = [("duckdb:///log.duckdb", "census.sync_log")]
+    start = Serde.to_dict(lineage.run_event(run, "acme", "running", {}, tables))
+    end = Serde.to_dict(lineage.run_event(run, "acme", ended, counts, tables))
+    for event in (start, end):
+        _validate(event)
+    assert (start["eventType"], end["eventType"]) == ("START", "ABORT")
+    assert (
+        start["run"]["runId"] == end["run"]["runId"] == lineage.run_id(1234, 42) != lineage.run_id(1234, 43)
+    )
+    assert end["run"]["facets"]["synclog_run"]["_schemaURL"] == lineage.FACET_SCHEMA_URL
+    assert end["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 3
+    assert [(o["namespace"], o["name"]) for o in end["outputs"]] == [
+        ("salesforce://connection-301", "Contact"),
+        ("duckdb:///log.duckdb", "census.sync_log"),
+    ]
+
+
 def test_a_sync_s_runs_send_notices_resolved_notices_and_lineage(
     tmp_path: Path, spark: SparkSession, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
