@@ -277,6 +277,7 @@ sys.exit(code)
         (("runs", "--sync", "1234"), "5678"),
         (("cleanup",), "cleanup done: 0 rows deleted"),
         (("flush",), "flushed 0 of 0 kept run(s)"),
+        (("check",), "check: no rule fires"),
         (("plugins",), "duckdb://"),
     ],
 )

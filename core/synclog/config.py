@@ -18,6 +18,12 @@ log_fields = ["id", "plan", "email"]     # the payload policy (see synclog.priva
 mask = { email = "hmac" }
 mask_key_env = "SYNCLOG_MASK_KEY"
 redact_messages = ['[\\w.+-]+@[\\w-]+\\.[\\w.]+']
+alerts = { rejection_rate = 0.05, failed_run = true }   # see synclog.notices.rules
+
+[notices]                                # where alerts go, and OpenLineage events
+webhook = { url = "https://hooks.example.com/synclog", secret_env = "SYNCLOG_WEBHOOK_SECRET" }
+slack = { url_env = "SYNCLOG_SLACK_WEBHOOK" }
+openlineage = { namespace = "synclog" }
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from synclog.errors import ConfigError
+from synclog.notices.delivery import Endpoint, NoticeSettings
+from synclog.notices.rules import AlertRules
 from synclog.privacy import PayloadPolicy
 from synclog.storage.location import Location
 from synclog.targets.base import DEFAULT_STORAGE, TargetSettings, default_storage
@@ -62,6 +70,7 @@ class SyncSettings:
     retention_days: int = DEFAULT_RETENTION_DAYS
     tables: Mapping[str, TableSettings] = field(default_factory=dict)
     policy: PayloadPolicy = field(default_factory=PayloadPolicy)
+    alerts: AlertRules = field(default_factory=AlertRules)
 
     def table(self, name: str) -> TableSettings:
         """Settings of the table `name` (its public name, e.g. `sync_log`)."""
@@ -93,6 +102,8 @@ class Config:
     """Where the run store, the spool and load staging live; every Spark process must reach it."""
     keep_on_target_failure: bool = True
     """Keep batches for `synclog flush` when the target fails, instead of failing the sync."""
+    notices: NoticeSettings = field(default_factory=NoticeSettings)
+    """Where alerts go (webhook, Slack) and OpenLineage events."""
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Config:
@@ -112,7 +123,7 @@ class Config:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "config") -> Config:
         """Build a config from parsed TOML, naming the first unknown or malformed key."""
-        _only(data, {"targets", "defaults", "syncs", "storage", "keep_on_target_failure"}, source)
+        _only(data, {"targets", "defaults", "syncs", "storage", "keep_on_target_failure", "notices"}, source)
         defaults = _sync_settings(data.get("defaults", {}), SyncSettings(), f"{source}: defaults")
         syncs: dict[int, SyncSettings] = {}
         for key, value in dict(data.get("syncs", {})).items():
@@ -129,7 +140,8 @@ class Config:
         keep = data.get("keep_on_target_failure", True)
         if not isinstance(keep, bool):
             raise ConfigError(f"{source}: keep_on_target_failure must be true or false")
-        return cls(targets, defaults, syncs, storage, keep)
+        notices = _notices(data.get("notices", {}), f"{source}: notices")
+        return cls(targets, defaults, syncs, storage, keep, notices)
 
     def sync(self, sync_id: int) -> SyncSettings:
         """Settings of `sync_id` (the defaults where it has none)."""
@@ -169,7 +181,7 @@ def _days(value: Any, where: str) -> int:
 
 
 def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
-    _only(data, {"layouts", "retention_days", "tables", *_POLICY_KEYS}, where)
+    _only(data, {"layouts", "retention_days", "tables", "alerts", *_POLICY_KEYS}, where)
     layouts = data.get("layouts", base.layouts)
     if not isinstance(layouts, list | tuple) or not all(isinstance(x, str) for x in layouts):
         raise ConfigError(f"{where}: layouts must be a list of names, got {layouts!r}")
@@ -182,7 +194,8 @@ def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
         days = value.get("retention_days")
         tables[name] = TableSettings(enabled, None if days is None else _days(days, where))
     days = _days(data.get("retention_days", base.retention_days), where)
-    return SyncSettings(tuple(layouts), days, tables, _policy(data, base.policy, where))
+    alerts = _alerts(data.get("alerts", {}), base.alerts, f"{where}.alerts")
+    return SyncSettings(tuple(layouts), days, tables, _policy(data, base.policy, where), alerts)
 
 
 _POLICY_KEYS = ("log_fields", "mask", "mask_key_env", "redact_messages", "mask_identifier")
@@ -236,3 +249,63 @@ def _target(data: Any, where: str) -> TargetConfig:
         options=dict(data.get("options", {})),
     )
     return TargetConfig(data["url"], data.get("password_env"), settings)
+
+
+def _number(value: Any, where: str, what: str, *, whole: bool = False) -> Any:
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0:
+        raise ConfigError(f"{where}: {what}, got {value!r}")
+    return value
+
+
+def _alerts(data: Any, base: AlertRules, where: str) -> AlertRules:
+    """A sync's alert rules: each key replaces the base's (`[defaults]`), `false` turns one off."""
+    keys = {f.name for f in fields(AlertRules)}
+    _only(data, keys, where)
+    values = {name: getattr(base, name) for name in keys}
+    for name, value in data.items():
+        if value is False and name not in ("failed_run", "volume_runs"):
+            values[name] = None
+        elif name == "failed_run":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: failed_run must be true or false, got {value!r}")
+            values[name] = value
+        elif name in ("invalid_records", "volume_runs"):
+            values[name] = _number(value, where, f"{name} must be a whole number", whole=True)
+        else:
+            values[name] = _number(value, where, f"{name} must be a number (false: off)")
+    if values["volume_runs"] < 1:
+        raise ConfigError(f"{where}: volume_runs must be 1 or more, got {values['volume_runs']!r}")
+    return AlertRules(**values)
+
+
+def _notices(data: Any, where: str) -> NoticeSettings:
+    """`[notices]`: `webhook`, `slack`, `openlineage`, `timeout_seconds`, `retries`."""
+    _only(data, {"webhook", "slack", "openlineage", "timeout_seconds", "retries"}, where)
+    endpoints = []
+    for kind in ("webhook", "slack"):
+        if kind not in data:
+            continue
+        part = data[kind]
+        allowed = {"url", "url_env", "secret_env"} if kind == "webhook" else {"url", "url_env"}
+        _only(part, allowed, f"{where}.{kind}")
+        if sum(key in part for key in ("url", "url_env")) != 1:
+            raise ConfigError(f"{where}.{kind}: give url or url_env (the variable holding the URL)")
+        for key in allowed & set(part):
+            if not isinstance(part[key], str) or not part[key]:
+                raise ConfigError(f"{where}.{kind}: {key} must be a string")
+        url = part.get("url")
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}.{kind}: url must start with http:// or https://")
+        endpoints.append(Endpoint(kind, url, part.get("url_env"), part.get("secret_env")))
+    namespace = None
+    if "openlineage" in data:
+        _only(data["openlineage"], {"namespace"}, f"{where}.openlineage")
+        namespace = data["openlineage"].get("namespace", "synclog")
+        if not isinstance(namespace, str) or not namespace:
+            raise ConfigError(f"{where}.openlineage: namespace must be a string")
+    timeout = _number(data.get("timeout_seconds", 5.0), where, "timeout_seconds must be a number of seconds")
+    retries = _number(data.get("retries", 2), where, "retries must be a whole number", whole=True)
+    if timeout <= 0:
+        raise ConfigError(f"{where}: timeout_seconds must be above 0, got {timeout!r}")
+    return NoticeSettings(tuple(endpoints), namespace, float(timeout), retries)

@@ -20,6 +20,7 @@ from synclog.layouts.base import LayoutContext, Load
 from synclog.layouts.registry import layout
 from synclog.model import Run
 from synclog.naming import Relation
+from synclog.notices.notify import Notices
 from synclog.plugins.manager import payload_hooks, registry
 from synclog.privacy import PayloadPolicy
 from synclog.records import check_columns
@@ -87,6 +88,8 @@ class SyncLog:
         self._spark = _reachable(spark, self.config) if spark is not None else None
         self.progress = progress or (lambda _message: None)
         self.store = RunStore(self.config.storage)
+        self.notices = Notices(self.config, self.progress)
+        """Alert notices and OpenLineage events of the runs written (`[notices]`, `alerts`)."""
         self._ensured: set[TableSpec] = set()
         self._loaded: dict[str, str] = {}
         """Per table, the digest of the driver-built rows loaded last (loading them again is a no-op)."""
@@ -173,11 +176,14 @@ class SyncLog:
         policy = self.policy(run.sync_id)
         transform = policy.prepare(run.sync_id, payload_hooks())
         run = _redacted(run, policy)
+        first = not self.store.has(run)
         earlier = self.store.identifiers(self.spark, run)
         canonical = canonical_frame(run, records, datetime.now(UTC), transform, earlier)
         passes: dict[str, float] = {}
         waiting = self.store.pending_of(run)
         written, loaded = self._write_once(run, canonical, passes)
+        if first:
+            self.notices.started(self, run)
         if loaded is not None and waiting:
             rest = sorted(set(waiting.batches) - set(written.batches))
             more = self._load_or_keep(run, rest, finished=False, passes=passes)
@@ -331,7 +337,10 @@ class SyncLog:
         flagged = self._flag_repeated(run)
         waiting = self.store.pending_of(run)
         batches = sorted({*flagged, *(waiting.batches if waiting else ())})
-        return self._load_or_keep(run, batches, finished=True, passes=passes) or {}
+        statuses = self.store.statuses(run)  # before the load forgets the run
+        loaded = self._load_or_keep(run, batches, finished=True, passes=passes) or {}
+        self.notices.finished(self, run, statuses)
+        return loaded
 
     def _flag_repeated(self, run: Run) -> tuple[int, ...]:
         """Flag DUPLICATE what kept batches hold of identifiers later batches repeated; those batches."""
@@ -472,7 +481,9 @@ class SyncLog:
         return cleanup(self.target, self.config, now or datetime.now(UTC))
 
     def close(self) -> None:
-        """Close the target connection (the Spark session stays up)."""
+        """Wait (a bounded time) for notices still being delivered; close the target connection
+        (the Spark session stays up)."""
+        self.notices.close()
         self.connector.close()
 
     def __enter__(self) -> SyncLog:

@@ -1,4 +1,4 @@
-"""The `write`, `cleanup`, `records`, `runs`, `flush`, `plugins` and `serve` commands.
+"""The `write`, `cleanup`, `records`, `runs`, `check`, `flush`, `plugins` and `serve` commands.
 
 Only `write` (and `flush` with runs kept) start Spark: the others read or delete with the
 target's own SQL.
@@ -67,6 +67,14 @@ def add_parsers(subs: Any) -> None:
     _page_options(runs)
     _target_option(runs)
     runs.set_defaults(handler=run_runs)
+
+    check = subs.add_parser(
+        "check",
+        help="apply each sync's alert rules (freshness, and the last run's); exit 1 when one fires",
+    )
+    check.add_argument("--sync", type=int, action="append", help="sync id (repeat; default: every sync)")
+    _target_option(check)
+    check.set_defaults(handler=run_check)
 
     flush = subs.add_parser("flush", help="load batches kept while the target was down")
     _target_option(flush)
@@ -164,6 +172,21 @@ def run_write(args: argparse.Namespace) -> int:
         f"into {log.url} in {result.seconds:.1f}s"
     )
     return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """`synclog check`: one line per rule that fires (exit 1), else one line saying none does."""
+    with open_log(args, read_only=True, progress=_warn) as log:
+        fired = log.notices.check(log.target, datetime.now(UTC), args.sync or ())
+    for firing in fired:
+        print(f"{firing.rule}: {firing.summary}")
+    if not fired:
+        print("check: no rule fires")
+    return 1 if fired else 0
+
+
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def run_flush(args: argparse.Namespace) -> int:

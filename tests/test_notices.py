@@ -1,0 +1,432 @@
+"""Notices: alert rules, webhook and Slack deliveries, OpenLineage run events and `synclog check`.
+
+Deliveries go to a real HTTP receiver on loopback (`Receiver`); OpenLineage events through the
+official client's http transport (configured by its own openlineage.yml) to the same receiver.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import threading
+import time
+import tomllib
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from pyspark.sql import SparkSession
+
+from synclog.cli.main import main
+from synclog.config import Config
+from synclog.errors import ConfigError
+from synclog.model import RunStatus
+from synclog.notices import lineage
+from synclog.notices.delivery import SIGNATURE_HEADER, masked, signature
+from synclog.notices.rules import AlertRules, RunFacts, evaluate, outcome, stale
+from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.tracking import RecordQuery, RunQuery, find_records, find_runs
+from synclog.writer import SyncLog
+
+SECRET = "s3cret-signing-key"
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 that keeps every POST (path, headers, body); `delay` seconds
+    before answering, `status` as the answer."""
+
+    def __init__(self, delay: float = 0.0, status: int = 200) -> None:
+        self.received: list[tuple[str, dict[str, str], bytes]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                time.sleep(receiver.delay)
+                receiver.received.append((self.path, dict(self.headers), body))
+                self.send_response(receiver.status)
+                self.end_headers()
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+        self.delay, self.status = delay, status
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}{path}"
+
+    def bodies(self, path: str) -> list[dict[str, Any]]:
+        return [json.loads(body) for p, _, body in self.received if p == path]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    yield server
+    server.close()
+
+
+def _config(tmp_path: Path, notices: str, alerts: str) -> Config:
+    path = tmp_path / "synclog.toml"
+    path.write_text(
+        f'storage = "{tmp_path / "store"}"\n\n[notices]\n{notices}\n\n[defaults]\nlayouts = ["census"]\n'
+        f"alerts = {{ {alerts} }}\n"
+    )
+    return Config.load(path)
+
+
+def _healthy(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """`rows` all succeeded, with unique identifiers."""
+    return [(f"ok{i}@example.com", r[1], "succeeded", None, *r[4:]) for i, r in enumerate(rows)]
+
+
+# ---- rules, without Spark
+
+
+def test_run_rules_fire_on_what_they_measure() -> None:
+    rules = AlertRules(
+        failed_run=True, rejection_rate=0.1, invalid_records=1, volume_change=0.5, volume_runs=3
+    )
+    bad = RunFacts(1, 7, "failed", {"succeeded": 5, "rejected": 3, "invalid_null": 1, "invalid_duplicate": 1})
+    fired = {f.rule: f for f in evaluate(rules, bad, [40, 10, 30, 1])}
+    assert sorted(fired) == ["failed_run", "invalid_records", "rejection_rate", "volume_change"]
+    assert fired["rejection_rate"].measured == 0.3 and fired["rejection_rate"].threshold == 0.1
+    assert fired["invalid_records"].measured == 2
+    assert fired["volume_change"].measured == pytest.approx(2 / 3)  # 10 records against the median 30
+    good = RunFacts(1, 8, "succeeded", {"succeeded": 19, "rejected": 1})
+    assert evaluate(rules, good, [20, 10, 30]) == []
+    assert evaluate(rules, good, [20, 10]) == [], "the volume rule waits for volume_runs earlier runs"
+    assert evaluate(AlertRules(), bad, [100, 100, 100]) == [], "rules left unset never fire"
+
+
+def test_volume_change_compares_with_the_median() -> None:
+    rules = AlertRules(volume_change=0.5, volume_runs=3)
+    spike = RunFacts(1, 9, "succeeded", {"succeeded": 200})
+    (fired,) = evaluate(rules, spike, [100, 90, 1000, 5])  # the median of the newest three: 100
+    assert fired.measured == 1.0 and "median 100" in fired.summary
+
+
+def test_outcome_and_freshness() -> None:
+    assert outcome("failed", 0) == "failed"
+    assert outcome("succeeded", 3) == "aborted"
+    assert outcome("running", 0) == "aborted"
+    assert outcome("succeeded", 0) == "succeeded"
+    rules = AlertRules(freshness_hours=24)
+    assert stale(rules, 5, NOW - timedelta(hours=23), NOW) is None
+    late = stale(rules, 5, NOW - timedelta(hours=30), NOW)
+    assert late is not None and late.measured == 30 and "30.0 h ago" in late.summary
+    never = stale(rules, 5, None, NOW)
+    assert never is not None and never.measured is None
+    assert stale(AlertRules(), 5, None, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[notices]\nwebhook = { url = 'ftp://x' }", "notices.webhook: url must start with http"),
+        ("[notices]\nslack = { }", "notices.slack: give url or url_env"),
+        ("[notices]\nslack = { url_env = 'X', secret_env = 'Y' }", "notices.slack: unknown key 'secret_env'"),
+        ("[notices]\nretries = -1", "notices: retries must be a whole number"),
+        ("[notices]\npager = {}", "notices: unknown key 'pager'"),
+        (
+            "[defaults]\nalerts = { rejection_rate = 'high' }",
+            "defaults.alerts: rejection_rate must be a number",
+        ),
+        ("[syncs.5]\nalerts = { failed_run = 1 }", "syncs.5.alerts: failed_run must be true or false"),
+        ("[defaults]\nalerts = { volume_runs = 0 }", "defaults.alerts: volume_runs must be 1 or more"),
+        ("[defaults]\nalerts = { lag = 1 }", "defaults.alerts: unknown key 'lag'"),
+    ],
+)
+def test_bad_notice_settings_are_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "synclog.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        Config.load(path)
+
+
+def test_a_sync_overrides_the_default_rules(tmp_path: Path) -> None:
+    path = tmp_path / "synclog.toml"
+    path.write_text(
+        "[defaults]\nalerts = { rejection_rate = 0.05, failed_run = true, freshness_hours = 26 }\n"
+        "[syncs.7]\nalerts = { rejection_rate = 0.5, freshness_hours = false }\n"
+    )
+    config = Config.load(path)
+    assert config.sync(1).alerts == AlertRules(failed_run=True, rejection_rate=0.05, freshness_hours=26)
+    assert config.sync(7).alerts == AlertRules(failed_run=True, rejection_rate=0.5, freshness_hours=None)
+
+
+def test_the_readme_notice_examples_load() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Notices", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```toml\n(.*?)^```", section, re.S | re.M)
+    config = Config.from_dict(tomllib.loads("\n".join(blocks)), source="README")
+    assert config.sync(1234).alerts.rejection_rate == 0.2 and config.sync(1234).alerts.freshness_hours is None
+    assert config.sync(1).alerts.volume_runs == 5
+    assert [e.kind for e in config.notices.endpoints] == ["webhook", "slack"]
+    assert config.notices.lineage_namespace == "synclog"
+
+
+def test_urls_are_masked_and_bodies_signed() -> None:
+    assert masked("https://user:pw@hooks.example.com:8443/services/T0/B0/xyz?token=1") == (
+        "https://hooks.example.com:8443/…"
+    )
+    body = b'{"rule": "failed_run"}'
+    expected = hmac.new(SECRET.encode(), body, "sha256").hexdigest()
+    assert signature(SECRET, body) == f"sha256={expected}"
+
+
+# ---- a sync's runs, delivered to a loopback receiver
+
+
+def _events_schema() -> dict[str, Any]:
+    """The OpenLineage spec's required fields (2-0-2) as a JSON schema: openlineage-python ships
+    its event classes, not the spec's JSON schemas."""
+    facet = {"type": "object", "required": ["_producer", "_schemaURL"]}
+    facets = {"type": "object", "additionalProperties": facet}
+    dataset = {
+        "type": "object",
+        "required": ["namespace", "name"],
+        "properties": {"namespace": {"type": "string"}, "name": {"type": "string"}, "facets": facets},
+    }
+    return {
+        "type": "object",
+        "required": ["eventTime", "producer", "schemaURL", "run", "job", "eventType"],
+        "properties": {
+            "eventType": {"enum": ["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"]},
+            "eventTime": {"type": "string", "format": "date-time"},
+            "producer": {"type": "string", "format": "uri"},
+            "schemaURL": {"type": "string", "format": "uri"},
+            "run": {
+                "type": "object",
+                "required": ["runId"],
+                "properties": {"runId": {"type": "string", "format": "uuid"}, "facets": facets},
+            },
+            "job": {
+                "type": "object",
+                "required": ["namespace", "name"],
+                "properties": {"facets": facets},
+            },
+            "inputs": {"type": "array", "items": dataset},
+            "outputs": {
+                "type": "array",
+                "items": {**dataset, "properties": {**dataset["properties"], "outputFacets": facets}},
+            },
+        },
+    }
+
+
+def _facet_schema() -> dict[str, Any]:
+    """SynclogRunFacet.json, with its reference to the spec's RunFacet resolved to the required fields."""
+    schema = json.loads((Path(lineage.__file__).parent / "SynclogRunFacet.json").read_text())
+    definition = schema["$defs"]["SynclogRunFacet"]
+    definition["allOf"][0] = {"type": "object", "required": ["_producer", "_schemaURL"]}
+    return definition
+
+
+def _validate(event: dict[str, Any]) -> None:
+    checker = jsonschema.FormatChecker()
+    jsonschema.validate(event, _events_schema(), format_checker=checker)
+    jsonschema.validate(event["run"]["facets"][lineage.FACET], _facet_schema(), format_checker=checker)
+
+
+def test_an_aborted_run_ends_with_abort_and_the_same_run_id() -> None:
+    from openlineage.client.serde import Serde
+
+    run = make_run(sync_run_id=42, status=RunStatus.RUNNING)
+    counts = {"succeeded": 3, "aborted": 2}
+    ended = outcome(run.status, counts["aborted"])
+    tables = [("duckdb:///log.duckdb", "census.sync_log")]
+    start = Serde.to_dict(lineage.run_event(run, "acme", "running", {}, tables))
+    end = Serde.to_dict(lineage.run_event(run, "acme", ended, counts, tables))
+    for event in (start, end):
+        _validate(event)
+    assert (start["eventType"], end["eventType"]) == ("START", "ABORT")
+    assert (
+        start["run"]["runId"] == end["run"]["runId"] == lineage.run_id(1234, 42) != lineage.run_id(1234, 43)
+    )
+    assert end["run"]["facets"]["synclog_run"]["_schemaURL"] == lineage.FACET_SCHEMA_URL
+    assert end["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 3
+    assert [(o["namespace"], o["name"]) for o in end["outputs"]] == [
+        ("salesforce://connection-301", "Contact"),
+        ("duckdb:///log.duckdb", "census.sync_log"),
+    ]
+
+
+def test_a_sync_s_runs_send_notices_resolved_notices_and_lineage(
+    tmp_path: Path, spark: SparkSession, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SYNCLOG_WEBHOOK_SECRET", SECRET)
+    monkeypatch.setenv("SYNCLOG_SLACK_URL", receiver.url("/slack/T0/B0/secret-path"))
+    (tmp_path / "openlineage.yml").write_text(
+        f"transport:\n  type: http\n  url: {receiver.url('')}\n  endpoint: lineage\n"
+    )
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(tmp_path / "openlineage.yml"))
+    config = _config(
+        tmp_path,
+        f'webhook = {{ url = "{receiver.url("/hook")}", secret_env = "SYNCLOG_WEBHOOK_SECRET" }}\n'
+        'slack = { url_env = "SYNCLOG_SLACK_URL" }\nopenlineage = { namespace = "acme" }',
+        "rejection_rate = 0.1, invalid_records = 0, failed_run = true, volume_change = 0.5, volume_runs = 2",
+    )
+    target = f"duckdb:///{tmp_path / 'log.duckdb'}"
+    first = make_run(sync_run_id=1)
+    second = make_run(sync_run_id=2, started_at=first.started_at + timedelta(minutes=10))
+    third = make_run(
+        sync_run_id=3,
+        started_at=first.started_at + timedelta(minutes=20),
+        status=RunStatus.FAILED,
+        error="boom",
+    )
+    runs = [
+        (first, record_rows(first, 40)),  # 8 of 40 rejected, a NULL and a DUPLICATE identifier
+        (second, _healthy(record_rows(second, 40))),  # healthy again
+        (third, _healthy(record_rows(third, 8))),  # failed, and 8 records against a median of 40
+        (third, _healthy(record_rows(third, 8))),  # the same run written again
+    ]
+    messages: list[str] = []
+    for run, rows in runs:  # a new SyncLog (a new process's) per run: what fired is kept in storage
+        with SyncLog.open(target, config, spark, progress=messages.append) as log:
+            log.write_run(run, make_records(spark, rows))
+
+    hooks = receiver.bodies("/hook")
+    assert [(h["sync_run_id"], h["state"], h["rule"]) for h in hooks] == [
+        (1, "firing", "rejection_rate"),
+        (1, "firing", "invalid_records"),
+        (2, "resolved", "rejection_rate"),
+        (2, "resolved", "invalid_records"),
+        (3, "firing", "failed_run"),
+        (3, "firing", "volume_change"),
+    ]
+    # 40 records: every 5th rejected, but #9 repeats #8's identifier (both DUPLICATE) and #3 is NULL
+    assert hooks[0]["measured"] == 7 / 40 and hooks[0]["threshold"] == 0.1
+    assert hooks[1]["measured"] == 3 and hooks[1]["threshold"] == 0
+    assert hooks[5]["measured"] == 0.8 and "8 records, 80% off the median 40" in hooks[5]["summary"]
+    for _, headers, body in [r for r in receiver.received if r[0] == "/hook"]:
+        assert headers[SIGNATURE_HEADER] == signature(SECRET, body)
+    slack = receiver.bodies("/slack/T0/B0/secret-path")
+    assert [s["text"] for s in slack] == [f"synclog {h['summary']}" for h in hooks]
+    assert all(block["type"] in ("section", "context") for s in slack for block in s["blocks"])
+
+    events = receiver.bodies("/lineage")
+    for event in events:
+        _validate(event)
+    ids = {n: lineage.run_id(1234, n) for n in (1, 2, 3)}
+    assert [(e["run"]["runId"], e["eventType"]) for e in events] == [
+        (ids[1], "START"),
+        (ids[1], "COMPLETE"),
+        (ids[2], "START"),
+        (ids[2], "COMPLETE"),
+        (ids[3], "START"),
+        (ids[3], "FAIL"),
+        (ids[3], "START"),  # the replay: the same run again
+        (ids[3], "FAIL"),
+    ]
+    assert str(uuid.UUID(ids[3])) == ids[3] and ids[3] == lineage.run_id(1234, 3)
+    complete = events[1]
+    job = complete["job"]
+    assert (job["namespace"], job["name"], job["facets"]["jobType"]["processingType"]) == (
+        "acme",
+        "sync-1234",
+        "BATCH",
+    )
+    assert [(i["namespace"], i["name"]) for i in complete["inputs"]] == [
+        ("snowflake://connection-101", "High-value customers")
+    ]
+    destination, *tables = complete["outputs"]
+    assert (destination["name"], destination["outputFacets"]["outputStatistics"]["rowCount"]) == (
+        "Contact",
+        30,
+    )
+    assert "census.sync_log" in {t["name"] for t in tables}
+    facet = complete["run"]["facets"]["synclog_run"]
+    assert facet["statuses"] == {"succeeded": 30, "rejected": 7, "invalid_null": 1, "invalid_duplicate": 2}
+    assert (facet["records"], facet["outcome"]) == (40, "succeeded")
+    assert events[5]["run"]["facets"]["synclog_run"]["outcome"] == "failed"
+    everything = b" ".join(body for _, _, body in receiver.received)
+    assert b"example.com" not in everything and b"boom" not in everything, "no payload values, no errors"
+    assert not [m for m in messages if m.startswith("warning")]
+
+
+def test_a_receiver_down_or_slow_changes_nothing_and_waits_a_bounded_time(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    slow = Receiver(delay=20)
+    down = Receiver()
+    down_url = down.url("/hook")
+    down.close()
+    try:
+        config = _config(
+            tmp_path,
+            f'webhook = {{ url = "{down_url}" }}\nslack = {{ url = "{slow.url("/slack/secret-path")}" }}\n'
+            "timeout_seconds = 0.5\nretries = 1",
+            "rejection_rate = 0.1",
+        )
+        run = make_run(sync_run_id=1)
+        rows = record_rows(run, 40)
+        quiet = replace(config, notices=replace(config.notices, endpoints=()))
+        results: dict[str, tuple[list[Any], list[Any]]] = {}
+        warnings: list[str] = []
+        for name, settings in (("quiet", quiet), ("noisy", config)):
+            target = f"duckdb:///{tmp_path / f'{name}.duckdb'}"
+            with SyncLog.open(target, settings, spark, progress=warnings.append) as log:
+                started = time.perf_counter()
+                log.write_run(run, make_records(spark, rows))
+                written = time.perf_counter() - started
+                log.notices.close()
+                closed = time.perf_counter() - started - written
+                records = find_records(log.target, RecordQuery(1234, limit=100)).to_pylist()
+                results[name] = (records, find_runs(log.target, RunQuery(1234)).to_pylist())
+        assert len(results["noisy"][0]) == 40 and results["noisy"] == results["quiet"]
+        assert written < 20, "the write did not wait for the slow receiver"
+        assert closed <= config.notices.patience + 1.0
+        assert any(f"to webhook {masked(down_url)} not delivered after 2 tries" in w for w in warnings)
+        assert any("to slack" in w and "not delivered" in w for w in warnings)
+        assert all("\n" not in w and "secret-path" not in w for w in warnings)
+    finally:
+        slow.close()
+
+
+def test_check_exits_by_the_rules_and_sends_freshness_once(
+    tmp_path: Path, spark: SparkSession, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = f"duckdb:///{tmp_path / 'log.duckdb'}"
+    run = make_run(sync_run_id=1)  # its batches completed about an hour ago
+    with SyncLog.open(target, Config.from_dict({"storage": str(tmp_path / "store")}), spark) as log:
+        log.write_run(run, make_records(spark, _healthy(record_rows(run, 10))))
+
+    def check(alerts: str) -> tuple[int, list[str]]:
+        path = tmp_path / "synclog.toml"
+        path.write_text(
+            f'storage = "{tmp_path / "store"}"\n[notices]\nwebhook = {{ url = "{receiver.url("/hook")}" }}\n'
+            f"[defaults]\nalerts = {{ {alerts} }}\n"
+        )
+        code = main(["--config", str(path), "check", "--target", target])
+        return code, capsys.readouterr().out.splitlines()
+
+    assert check("freshness_hours = 2, failed_run = true") == (0, ["check: no rule fires"])
+    code, lines = check("freshness_hours = 0.5")
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("freshness: sync 1234: last run finished")
+    assert check("freshness_hours = 0.5")[0] == 1  # still stale: no second notice
+    assert check("freshness_hours = 2")[0] == 0  # fresh again: resolved
+    code, lines = check("rejection_rate = 0.0, invalid_records = 0")
+    assert (code, lines) == (0, ["check: no rule fires"])
+    hooks = [(h["state"], h["rule"]) for h in receiver.bodies("/hook")]
+    assert hooks == [("firing", "freshness"), ("resolved", "freshness")]
+    path = tmp_path / "synclog.toml"
+    path.write_text("[defaults]\nalerts = { freshness = 1 }\n")
+    assert main(["--config", str(path), "check", "--target", target]) == 2
+    assert "unknown key 'freshness'" in capsys.readouterr().err
