@@ -134,8 +134,17 @@ class TestBigQuery(TargetConformance):
         monkeypatch.setattr(target, "load_files", counted_files)
         run = make_run()
         count = INLINE_ROWS + 200  # more rows than go inline
-        records = make_records(spark, record_rows(run, count=count, batches=4)).repartition(6)
-        result = self.log(target, spark).write(run, records)
+        records = make_records(spark, record_rows(run, count=count, batches=4))
+        # Several tasks stage the rows: the write's one job runs in as many tasks as its shuffle.
+        settings = {"spark.sql.shuffle.partitions": "6", "spark.sql.adaptive.enabled": "false"}
+        before = {name: spark.conf.get(name) for name in settings}
+        for name, value in settings.items():
+            spark.conf.set(name, value)
+        try:
+            result = self.log(target, spark).write(run, records)
+        finally:
+            for name, value in before.items():
+                spark.conf.set(name, value)
         assert result.loaded["census.sync_log"] == count
         # The executors wrote several part files; one load job took them all. The one-row
         # metadata tables went inline, without a load job.
