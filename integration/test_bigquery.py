@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from harness.bigquery_server import BigQueryServer, ServerUnavailable, local_bigquery_server
+from harness.spark_settings import several_tasks
 from pyspark.sql import SparkSession
 
 from synclog.config import Config, SyncSettings
@@ -135,16 +136,8 @@ class TestBigQuery(TargetConformance):
         run = make_run()
         count = INLINE_ROWS + 200  # more rows than go inline
         records = make_records(spark, record_rows(run, count=count, batches=4))
-        # Several tasks stage the rows: the write's one job runs in as many tasks as its shuffle.
-        settings = {"spark.sql.shuffle.partitions": "6", "spark.sql.adaptive.enabled": "false"}
-        before = {name: spark.conf.get(name) for name in settings}
-        for name, value in settings.items():
-            spark.conf.set(name, value)
-        try:
+        with several_tasks(spark, 6):  # several tasks stage the rows
             result = self.log(target, spark).write(run, records)
-        finally:
-            for name, value in before.items():
-                spark.conf.set(name, value)
         assert result.loaded["census.sync_log"] == count
         # The executors wrote several part files; one load job took them all. The one-row
         # metadata tables went inline, without a load job.

@@ -42,6 +42,7 @@ from harness.postgres_server import PostgresServer  # noqa: E402
 from harness.processes import free_port  # noqa: E402
 from harness.redshift_proxy import IAM_ROLE, RedshiftStandIn, redshift_stand_in  # noqa: E402
 from harness.s3_server import S3Server  # noqa: E402
+from harness.spark_settings import several_tasks  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from synclog_redshift.connection import CONNECT_TIMEOUT_S, ConnectionSettings, S3Access  # noqa: E402
@@ -194,9 +195,10 @@ class TestRedshift(TargetConformance):
         self, target: Target, stand_in: RedshiftStandIn, spark: SparkSession
     ) -> None:
         run = make_run()
-        records = make_records(spark, record_rows(run, count=400, batches=4)).repartition(4)
+        records = make_records(spark, record_rows(run, count=400, batches=4))
         before = len(proxy_log(stand_in, "COPY"))
-        self.log(target, spark).write_run(run, records)
+        with several_tasks(spark, 4):  # several tasks stage the rows
+            self.log(target, spark).write_run(run, records)
         copies = proxy_log(stand_in, "COPY")[before:]
         stages = [line.split()[1] for line in copies]
         assert len(copies) == 4, copies  # sync_log_records, source_objects, destinations, destination_objects
