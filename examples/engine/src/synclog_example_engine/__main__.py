@@ -17,8 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=40)
     parser.add_argument("--fail-from", type=int, help="the API fails from this request on (1 = the first)")
     args = parser.parse_args(argv)
-    if args.batch_size < 1:
-        parser.error("--batch-size must be at least 1")
+    if args.batch_size < 1 or (args.fail_from is not None and args.fail_from < 1):
+        parser.error("--batch-size and --fail-from must be at least 1")
     source = changes()
     try:
         with (
@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, TargetError) else 2
     counts = ", ".join(f"{n} {status}" for status, n in sorted(report.statuses.items()))
-    print(f"run {report.run.extra['run_id']} {report.run.status}: {counts}, logged to {args.target}")
+    why = f" ({report.run.error})" if report.run.error else ""
+    print(f"run {report.run.extra['run_id']} {report.run.status}{why}: {counts}, logged to {args.target}")
     return 0 if report.run.status == RunStatus.SUCCEEDED else 1
 
 
