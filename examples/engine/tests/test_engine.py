@@ -81,7 +81,7 @@ def test_a_destination_outage_fails_the_run_and_aborts_what_was_not_sent(
     monkeypatch.chdir(tmp_path)  # the run store, `.synclog`, goes in the working folder
     database = tmp_path / "logs.duckdb"
     assert main(["--target", f"duckdb:///{database}", "--batch-size", "100", "--fail-from", "2"]) == 1
-    assert " failed: " in capsys.readouterr().out
+    assert " failed (HTTP 503: SERVICE_UNAVAILABLE: " in capsys.readouterr().out
 
     by_batch = rows(
         database,

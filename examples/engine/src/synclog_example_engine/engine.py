@@ -66,8 +66,9 @@ def contacts_run(run_uuid: str | None = None) -> Run:
 def sync(source: Changes, api_url: str, log: SyncLog, run: Run, batch_size: int = 40) -> SyncReport:
     """Upsert then delete in batches of `batch_size`; log every batch, then finish the run.
 
-    Records the API refused are `rejected` with its message. When a batch gets no answer, that
-    batch and every later one are `aborted` (never sent) and the run `failed` with the error.
+    Records the API refused are `rejected` with its message. When a batch gets no answer, the
+    run stops: that batch and every later one are `aborted` (never sent), logged in one write,
+    and the run `failed` with the error.
     """
     requests = [("upsert", chunk) for chunk in _chunks(source.upserts, batch_size)]
     requests += [("delete", [{"email": e} for e in chunk]) for chunk in _chunks(source.deletes, batch_size)]
@@ -76,15 +77,22 @@ def sync(source: Changes, api_url: str, log: SyncLog, run: Run, batch_size: int 
     statuses: Counter[str] = Counter()
     for number, (operation, records) in enumerate(requests):
         started = datetime.now(UTC)
-        answers: dict[str, str | None] = {}
-        if error is None:
-            try:
-                answers = _send(api_url, operation, records)
-            except DestinationError as exc:
-                error = str(exc)
-        batch = _logged(number, operation, records, answers, error, started, datetime.now(UTC))
-        statuses.update(log.write(run, batch).statuses)
-        batches.append(batch)
+        try:
+            answers = _send(api_url, operation, records)
+        except DestinationError as exc:
+            error = str(exc)
+            break
+        batches.append(_logged(number, operation, records, answers, error, started, datetime.now(UTC)))
+        statuses.update(log.write(run, batches[-1]).statuses)
+    if error is not None:
+        stopped = datetime.now(UTC)
+        unsent = [
+            _logged(number, operation, records, {}, error, stopped, stopped)
+            for number, (operation, records) in enumerate(requests)
+            if number >= len(batches)
+        ]
+        statuses.update(log.write(run, [record for batch in unsent for record in batch]).statuses)
+        batches += unsent
     status = RunStatus.SUCCEEDED if error is None else RunStatus.FAILED
     finished = replace(run, status=status, finished_at=datetime.now(UTC), error=error)
     log.finish(finished)
