@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard example
 	$(BIN)/python -m pip install -q -e ".[dev]" $(foreach p,$(PLUGINS) $(EXAMPLES),-e "./$(p)[test]")
 	@touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install synclog, every plugin, the example plugins and the dev tools
+install: $(STAMP)  ## create .venv and install synclog, every plugin, the examples and the dev tools
 
 demo: $(STAMP)  ## simulate ten days of syncs into synclog-demo.duckdb and answer the seeds' questions
 	$(BIN)/synclog demo
@@ -39,7 +39,7 @@ faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, Pos
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 
-dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the example plugins, into $(DIST)/ (pip wheel, each in an isolated build env)
+dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env)
 	rm -rf $(DIST)
 	$(BUILD_PYTHON) -m pip wheel -q --no-deps --wheel-dir $(DIST) $(foreach p,. $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
 	@ls $(DIST)
