@@ -1,6 +1,6 @@
-"""The dbt package (dbt/): `dbt build` on DuckDB and PostgreSQL over tables synclog wrote, each
-mart equal to the answer computed directly (synclog.tracking, the seeds' queries); every model
-compiles for Snowflake, BigQuery, Redshift and Spark too (and parses in their SQL dialect)."""
+"""The dbt package (dbt/): `dbt build` on DuckDB, PostgreSQL and fakesnow (Snowflake) over tables
+synclog wrote, each mart equal to the answer computed directly (synclog.tracking, the seeds'
+queries); every model compiles for BigQuery, Redshift and Spark too, and parses in their dialect."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import json
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import sqlglot
 from dbt_answers import (
@@ -29,6 +31,7 @@ from dbt_answers import (
 )
 from harness.dbt_package import REPO, DbtPackage
 from harness.errors import ServerUnavailable
+from harness.fakesnow_server import fakesnow_server
 from harness.postgres_server import PostgresServer
 from pyspark.sql import SparkSession
 
@@ -51,7 +54,7 @@ SYNCS = (1234, 4567)
 RUNS = 3
 """The first runs of each: 6 runs per warehouse."""
 LAYOUTS = ("census", "hightouch")
-SCHEMA = "analytics"
+SCHEMA = "marts"
 """Where dbt builds the package's models."""
 VARS = {
     "synclog_anomaly_runs": 2,
@@ -59,6 +62,14 @@ VARS = {
     "synclog_anomaly_volume_threshold": 0.2,
     "synclog_anomaly_rejection_rate_threshold": 0.02,
 }
+MARTS = (
+    "rejections",
+    "record_last_synced",
+    "segment_membership",
+    "run_health",
+    "volume_anomalies",
+    "field_changes",
+)
 COMPILED_ONLY = {"snowflake": "snowflake", "bigquery": "bigquery", "redshift": "redshift", "spark": "spark"}
 """The other adapters, by the sqlglot dialect their compiled SQL must parse in."""
 
@@ -67,7 +78,6 @@ COMPILED_ONLY = {"snowflake": "snowflake", "bigquery": "bigquery", "redshift": "
 class Built:
     """A warehouse holding synclog's tables and the package's models built over them."""
 
-    url: str
     logged: Logged
     marts: dict[str, list[dict[str, Any]]]
     target: Target
@@ -135,7 +145,42 @@ def _fake_service_account(dbt: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module", params=["duckdb", "postgres"])
+@dataclass(frozen=True)
+class Warehouse:
+    """Where synclog writes (`url`), how dbt reaches it (`output`) and where the marts land."""
+
+    url: str
+    output: dict[str, Any]
+    marts: str
+    """The marts' schema as a SQL prefix."""
+    build: tuple[str, ...] = ()
+    """What `dbt build` leaves out there."""
+
+
+def warehouse(name: str, request: pytest.FixtureRequest, folder: Path, stack: ExitStack) -> Warehouse:
+    """A warehouse of the `built` fixture; skips where its stand-in is missing."""
+    if name == "duckdb":
+        path = folder / "logs.duckdb"
+        return Warehouse(f"duckdb:///{path}", {"type": "duckdb", "path": str(path), "schema": SCHEMA}, SCHEMA)
+    if name == "postgres":
+        pg: PostgresServer = request.getfixturevalue("postgres")
+        output = {"type": "postgres", "host": pg.host, "port": pg.port, "user": pg.user, "password": ""}
+        return Warehouse(pg.url, output | {"dbname": pg.database, "schema": SCHEMA}, SCHEMA)
+    try:
+        server = stack.enter_context(fakesnow_server())
+    except ServerUnavailable as exc:
+        pytest.skip(exc.reason)
+    url = f"snowflake://fake:snow@fakesnow/CENSUS?host={server.host}&port={server.port}&protocol=http"
+    output = {"type": "snowflake", "account": "fakesnow", "user": "fake", "password": "snow"}
+    output |= {"host": server.host, "port": server.port, "protocol": "http", "warehouse": "WH"}
+    # fakesnow: a model in CENSUS reading CENSUS.CENSUS.SYNC_LOG is an ambiguous name to its
+    # DuckDB binder (so is a schema named as its database), and a unit test's temporary table
+    # may not have a three-part name.
+    output |= {"database": "ANALYTICS", "schema": SCHEMA}
+    return Warehouse(url, output, f"ANALYTICS.{SCHEMA}", ("--exclude-resource-type", "unit_test"))
+
+
+@pytest.fixture(scope="module", params=["duckdb", "postgres", "snowflake"])
 def built(
     request: pytest.FixtureRequest,
     spark: SparkSession,
@@ -143,33 +188,22 @@ def built(
 ) -> Iterator[Built]:
     """synclog's tables written on the warehouse, then `dbt build` of the package over them."""
     folder = tmp_path_factory.mktemp(request.param)
-    if request.param == "duckdb":
-        path = folder / "logs.duckdb"
-        url, output = f"duckdb:///{path}", {"type": "duckdb", "path": str(path), "schema": SCHEMA}
-    else:
-        pg: PostgresServer = request.getfixturevalue("postgres")
-        url = pg.url
-        output = {"type": "postgres", "host": pg.host, "port": pg.port, "user": pg.user, "password": ""}
-        output |= {"dbname": pg.database, "schema": SCHEMA}
-    runner = dbt_package(folder / "dbt", {request.param: output})
-    write_history(url, spark, folder / "storage")  # closed again before dbt opens the DuckDB file
-    runner.run(request.param, "build", variables=VARS).check()
-    target = registry().open(TargetURL.parse(url))
-    try:
-        marts = {
-            name: target.query(f"SELECT * FROM {SCHEMA}.synclog_{name}").to_pylist()
-            for name in (
-                "rejections",
-                "record_last_synced",
-                "segment_membership",
-                "run_health",
-                "volume_anomalies",
-                "field_changes",
-            )
-        }
-        yield Built(url, Logged.read(target, LAYOUTS), marts, target)
-    finally:
-        target.close()
+    with ExitStack() as stack:
+        place = warehouse(request.param, request, folder, stack)
+        runner = dbt_package(folder / "dbt", {request.param: place.output})
+        write_history(place.url, spark, folder / "storage")
+        if request.param == "snowflake":
+            with registry().open(TargetURL.parse(place.url)) as writer:
+                writer.query("CREATE DATABASE IF NOT EXISTS ANALYTICS")
+        runner.run(request.param, "build", *place.build, variables=VARS).check()  # DuckDB: file closed
+        target = stack.enter_context(registry().open(TargetURL.parse(place.url)))
+        marts = {name: rows_of(target.query(f"SELECT * FROM {place.marts}.synclog_{name}")) for name in MARTS}
+        yield Built(Logged.read(target, LAYOUTS), marts, target)
+
+
+def rows_of(table: pa.Table) -> list[dict[str, Any]]:
+    """Rows keyed by lower-case column names (Snowflake answers in upper case)."""
+    return table.rename_columns([c.lower() for c in table.column_names]).to_pylist()
 
 
 def test_rejections_per_sync_day_and_reason(built: Built) -> None:
@@ -187,7 +221,7 @@ def test_rejections_per_sync_day_and_reason(built: Built) -> None:
     for r in rows:
         if r["layout"] == "census":
             census[r["status_message"]] += r["records"]
-    top = report.rejection_reasons(built.target).to_pylist()
+    top = rows_of(report.rejection_reasons(built.target))
     assert [(t["status_message"], t["records"]) for t in top] == [
         (message, census[message]) for message in [t["status_message"] for t in top]
     ]
@@ -219,18 +253,18 @@ def test_segment_membership(built: Built) -> None:
     assert got == want
     assert len(got) == len(rows)
     assert any(left is not None for *_k, left in want), "some records left"
-    for r in rows:
-        assert (r["valid_to"] is None) == r["is_current"]
-        assert r["valid_to"] is None or r["valid_to"] > r["valid_from"]
+    for r in rows:  # (fakesnow's server answers a NULL timestamp as 1970-01-01: compare run ids)
+        assert (r["left_run_id"] is None) == r["is_current"]
+        assert r["left_run_id"] is None or r["valid_to"] > r["valid_from"]
     # seed 000: who entered sync 1234's segment in each run
     for run in sorted({r["entered_run_id"] for r in rows if (r["layout"], r["sync_id"]) == ("census", 1234)}):
-        seed = report.segment_changes(built.target, 1234, run).to_pylist()
+        seed = rows_of(report.segment_changes(built.target, 1234, run))
         entered = {s["change"]: s["people"] for s in seed}.get("entered", 0)
         assert entered == sum(1 for r in rows if r["layout"] == "census" and r["entered_run_id"] == run)
     # seed 002: who was added to each hightouch model
     runs = built.target.relation(SYNC_RUNS).render()
-    models = {r["sync_id"]: r["model_name"] for r in built.target.query(f"SELECT * FROM {runs}").to_pylist()}
-    added = built.target.query(SEED_002_ENTER_EXIT).to_pylist()
+    models = {r["sync_id"]: r["model_name"] for r in rows_of(built.target.query(f"SELECT * FROM {runs}"))}
+    added = rows_of(built.target.query(SEED_002_ENTER_EXIT))
     want_added = {(a["user_id"], a["audience"]) for a in added if a["type"] == "added" and a["user_id"]}
     assert {(r["record_identifier"], models[r["sync_id"]]) for r in rows if r["layout"] == "hightouch"} == (
         want_added
