@@ -3,6 +3,7 @@
     from their median by more than var synclog_anomaly_volume_threshold (0.5: 50 %) of it, or the
     rejection rate from its median by more than var synclog_anomaly_rejection_rate_threshold
     (0.1: ten points), once at least var synclog_anomaly_min_runs (3) previous runs exist.
+    run_number counts the sync's runs from 1.
     The median is computed with window functions only, the same on every warehouse. -#}
 {%- set window = var('synclog_anomaly_runs', 7) | int -%}
 {%- set min_runs = var('synclog_anomaly_min_runs', 3) | int -%}
@@ -53,34 +54,22 @@ medians as (
 
 compared as (
     select
-        r.run_key,
-        r.layout,
-        r.sync_id,
-        r.sync_run_id,
-        r.started_at,
-        r.records,
-        r.rejection_rate,
+        r.*,
         coalesce(m.previous_runs, 0) as previous_runs,
         m.median_records,
-        m.median_rejection_rate,
-        coalesce(m.previous_runs, 0) >= {{ min_runs }} as judged
+        m.median_rejection_rate
     from runs as r
     left join medians as m on m.run_key = r.run_key
 )
 
 select
-    run_key,
-    layout,
-    sync_id,
-    sync_run_id,
-    started_at,
-    records,
-    rejection_rate,
-    previous_runs,
-    median_records,
-    median_rejection_rate,
-    coalesce(judged and abs(records - median_records) > {{ volume_threshold }} * median_records, false)
-        as records_anomaly,
-    coalesce(judged and abs(rejection_rate - median_rejection_rate) > {{ rate_threshold }}, false)
-        as rejection_rate_anomaly
+    compared.*,
+    coalesce(
+        previous_runs >= {{ min_runs }} and abs(records - median_records) > {{ volume_threshold }} * median_records,
+        false
+    ) as records_anomaly,
+    coalesce(
+        previous_runs >= {{ min_runs }} and abs(rejection_rate - median_rejection_rate) > {{ rate_threshold }},
+        false
+    ) as rejection_rate_anomaly
 from compared
