@@ -3,13 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.synclog-installed
+DBT_VENV := .venv-dbt
+DBT_STAMP := $(DBT_VENV)/.synclog-dbt-installed
 PLUGINS := $(wildcard plugins/*)
 EXAMPLES := $(wildcard examples/*)
 
 DIST ?= dist
 BUILD_PYTHON ?= $(BIN)/python
 
-.PHONY: demo test lint bench faults install clean dist
+.PHONY: demo test lint bench faults install dbt-install clean dist
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,10 +21,18 @@ $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard example
 
 install: $(STAMP)  ## create .venv and install synclog, every plugin, the examples and the dev tools
 
+$(DBT_STAMP): dbt/requirements.txt
+	@test -x $(DBT_VENV)/bin/python || $(PYTHON) -m venv $(DBT_VENV)
+	$(DBT_VENV)/bin/python -m pip install -q --upgrade pip
+	$(DBT_VENV)/bin/python -m pip install -q -r dbt/requirements.txt
+	@touch $(DBT_STAMP)
+
+dbt-install: $(DBT_STAMP)  ## create .venv-dbt: dbt and an adapter per warehouse, for the dbt package's tests (dbt/)
+
 demo: $(STAMP)  ## simulate ten days of syncs into synclog-demo.duckdb and answer the seeds' questions
 	$(BIN)/synclog demo
 
-test: $(STAMP)  ## set up what the suite needs (Java, PostgreSQL) and run all of it
+test: $(STAMP) $(DBT_STAMP)  ## set up what the suite needs (Java, PostgreSQL, dbt) and run all of it
 	./scripts/system-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -48,4 +58,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .cache .synclog synclog-demo.duckdb $(DIST)
+	rm -rf $(VENV) $(DBT_VENV) .cache .synclog synclog-demo.duckdb $(DIST)

@@ -32,7 +32,19 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 STAND_INS = frozenset(
-    ("bigquery", "databricks", "duckdb", "faults", "lake", "postgres", "redshift", "s3", "snowflake", "spark")
+    (
+        "bigquery",
+        "databricks",
+        "dbt",
+        "duckdb",
+        "faults",
+        "lake",
+        "postgres",
+        "redshift",
+        "s3",
+        "snowflake",
+        "spark",
+    )
 )
 """The marks `pytest -m` selects integration tests by: the stand-in (or real service) they need."""
 _ALIASES = {"fakesnow": "snowflake"}

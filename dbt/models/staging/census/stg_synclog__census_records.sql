@@ -1,0 +1,28 @@
+{{ config(enabled=synclog.synclog_has_layout('census')) }}
+{#- census.sync_log in the package's shape: one row per record of each batch, the status in
+    synclog's tracking vocabulary (succeeded, rejected, invalid, aborted), as `synclog records`
+    maps it. membership: a succeeded delete takes the record out of the sync's audience, any
+    other succeeded operation puts it in (seed 000's segment query); other rows say nothing. -#}
+select
+    'census' as layout,
+    sync_id,
+    sync_run_id,
+    record_identifier,
+    operation,
+    case
+        when invalid_reason is not null then 'invalid'
+        when status = 'succeeded' then 'succeeded'
+        when status_message = {{ synclog.synclog_aborted_message() }} then 'aborted'
+        else 'rejected'
+    end as status,
+    status as layout_status,
+    status_message,
+    invalid_reason,
+    case
+        when status = 'succeeded' and operation = 'delete' then 'out'
+        when status = 'succeeded' then 'in'
+    end as membership,
+    batch_started_at,
+    coalesce(batch_completed_at, batch_started_at) as synced_at,
+    record_payload as payload
+from {{ source('synclog_census', 'sync_log') }}
