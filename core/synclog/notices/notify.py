@@ -206,7 +206,7 @@ class Notices:
             return []
         try:
             rows = self._finished_runs(log.target, run.sync_id, rules)
-        except Exception as exc:
+        except SynclogError as exc:  # the target is down (or refuses): the rule waits for the next run
             self.warn(f"warning: volume rule of sync {run.sync_id} skipped: {first_line(exc)}")
             return []
         return [r["records"] for r in rows if r["sync_run_id"] != run.sync_run_id]
