@@ -60,13 +60,7 @@ def lake(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LakeTarget]
         s3: S3Server = request.getfixturevalue("s3")
         bucket = f"lake-{uuid.uuid4().hex[:12]}"
         s3.create_bucket(bucket)
-        options = {
-            "endpoint_url": s3.endpoint_url,
-            "access_key_id": s3.access_key,
-            "secret_access_key": s3.secret_key,
-            "region": s3.region,
-        }
-        url, settings = f"lake+s3://{bucket}/synclog", TargetSettings(options=options)
+        url, settings = f"lake+s3://{bucket}/synclog", TargetSettings(options=s3.storage_options())
     target = registry().open(TargetURL.parse(url), settings)
     assert isinstance(target, LakeTarget)
     yield target

@@ -67,14 +67,7 @@ def stand_in(postgres: PostgresServer, s3: S3Server) -> Iterator[RedshiftStandIn
 
 def s3_storage(stand_in: RedshiftStandIn) -> Location:
     """A fresh prefix of the bucket on the stand-in's S3, reached with its endpoint and keys."""
-    s3 = stand_in.s3
-    options = {
-        "endpoint_url": s3.endpoint_url,
-        "region": s3.region,
-        "access_key_id": s3.access_key,
-        "secret_access_key": s3.secret_key,
-    }
-    return Location.parse(f"s3://{BUCKET}/{uuid.uuid4().hex}", options)
+    return Location.parse(f"s3://{BUCKET}/{uuid.uuid4().hex}", stand_in.s3.storage_options())
 
 
 def connect(url: str) -> Any:

@@ -224,7 +224,7 @@ def _name_select_items(statement: exp.Expression) -> None:
 
 
 def _redshift_name(item: exp.Expression) -> str | None:
-    if isinstance(item, exp.Column) and len(item.parts) >= 2:
+    if isinstance(item, exp.Column) and len(item.parts) >= 2 and not item.is_star:
         return item.parts[-1].name  # a plain table.column keeps its name anyway; a SUPER path gets it
     if isinstance(item, exp.ParseJSON):
         return "json_parse"

@@ -74,6 +74,15 @@ class S3Server:
             "region": self.region,
         }
 
+    def storage_options(self) -> dict[str, str]:
+        """synclog's storage options for this endpoint (``Location.parse``'s second argument)."""
+        return {
+            "endpoint_url": self.endpoint_url,
+            "region": self.region,
+            "access_key_id": self.access_key,
+            "secret_access_key": self.secret_key,
+        }
+
     def create_bucket(self, name: str) -> None:
         """Create the bucket ``name`` (boto3, as a user would)."""
         import boto3

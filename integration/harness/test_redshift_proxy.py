@@ -498,6 +498,7 @@ def test_translation_keeps_placeholders_and_passes_unparseable_sql_through() -> 
     assert ddl == "CREATE TABLE t (a INT, b JSONB)"
     assert translate("VACUUM DELETE ONLY t TO 75 PERCENT") == "VACUUM DELETE ONLY t TO 75 PERCENT"
     assert translate("SELECT JSON_PARSE($1)") == "SELECT CAST($1 AS JSONB) AS json_parse"
+    assert translate("SELECT r.*, r.a FROM t AS r") == "SELECT r.*, r.a AS a FROM t AS r"  # r.* has no name
     qualify = "SELECT a, b AS c FROM t QUALIFY ROW_NUMBER() OVER (PARTITION BY a ORDER BY b) = 1 ORDER BY c"
     assert translate(qualify).endswith("WHERE _w = 1 ORDER BY c")  # the order is the outer query's
     assert compact_json('{"a": [1, 2], "b": "x, y: z"}') == '{"a":[1,2],"b":"x, y: z"}'
