@@ -1,7 +1,7 @@
 """A run logged batch by batch holds the same DUPLICATE flags as the same records in one write_run.
 
-An identifier that an earlier batch of the run holds is flagged when the later batch is
-written; `finish` then flags the earlier occurrence too.
+A write counts identifiers within its own batches; `finish` flags every occurrence of an
+identifier that batches of several writes hold.
 """
 
 from __future__ import annotations

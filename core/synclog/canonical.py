@@ -45,26 +45,18 @@ def canonical_schema() -> T.StructType:
     )
 
 
-REPEATS = "_synclog_repeats"
-"""Column of the earlier batches (kept in the run store) that hold the row's identifier too."""
-
-
 def canonical_frame(
     run: Run,
     records: DataFrame,
     logged_at: datetime,
     policy: PayloadTransform | None = None,
-    earlier: DataFrame | None = None,
 ) -> DataFrame:
-    """The canonical frame for `records` of `run`, plus the `VIOLATION` and `REPEATS` columns.
+    """The canonical frame for `records` of `run`, plus the `VIOLATION` column.
 
     Columns were checked already (`records.check_columns`); values are checked here, in
     the same pass that computes everything else, so a bad frame costs one Spark job.
     A payload `policy` rewrites identifiers, payloads and messages first, before the shuffle
     of the identifier checks, so nothing downstream (log ids included) sees the original values.
-    `earlier` (`record_identifier`, `batch_number` of the run's kept batches) makes an identifier
-    that an earlier batch of the run holds a DUPLICATE here too; batches this write replaces
-    do not count.
     """
     fields = records["fields"] if "fields" in records.columns else records["record_payload"]
     split = records["split_group"] if "split_group" in records.columns else F.lit(None)
@@ -83,7 +75,7 @@ def canonical_frame(
     )
     if policy is not None:
         shaped = policy.apply(shaped)
-    counted = _with_identifier_count(shaped, earlier)
+    counted = shaped.withColumn("_identifier_count", checks.identifier_count())
     occurrence = F.row_number().over(
         Window.partitionBy("record_identifier", "batch_number").orderBy(
             "operation", "status", "record_payload", "status_message"
@@ -105,24 +97,7 @@ def canonical_frame(
         "batch_completed_at",
         F.lit(logged_at).cast("timestamp").alias("logged_at"),
         VIOLATION,
-        REPEATS,
     )
-
-
-def _with_identifier_count(shaped: DataFrame, earlier: DataFrame | None) -> DataFrame:
-    """`shaped` with `_identifier_count` (records of the run sharing the identifier) and `REPEATS`."""
-    counted = shaped.withColumn("_identifier_count", checks.identifier_count())
-    if earlier is None:
-        return counted.withColumn(REPEATS, F.lit(None).cast("array<int>"))
-    replaced = shaped.select("batch_number").distinct()
-    others = earlier.join(replaced, "batch_number", "left_anti").where(F.col("record_identifier").isNotNull())
-    seen = others.groupBy("record_identifier").agg(
-        F.count(F.lit(1)).alias("_earlier_count"), F.collect_set("batch_number").alias(REPEATS)
-    )
-    # A sort-merge join: a broadcast of `seen` would collect the run's identifiers to the driver.
-    joined = counted.join(seen.hint("merge"), "record_identifier", "left")
-    total = F.col("_identifier_count") + F.coalesce(F.col("_earlier_count"), F.lit(0))
-    return joined.withColumn("_identifier_count", total)
 
 
 def _json_text(records: DataFrame, name: str, column: Column | None = None) -> Column:
@@ -149,17 +124,20 @@ def _log_id(run: Run, occurrence: Column) -> Column:
     ).substr(1, 32)
 
 
+def repeated_batches(identifiers: DataFrame) -> list[int]:
+    """The batches holding an identifier that another batch holds too (`identifiers`:
+    `record_identifier`, `batch_number` of every kept batch). Only batch numbers reach the driver."""
+    repeated = _repeated(identifiers).select("record_identifier")
+    holding = identifiers.join(repeated.hint("merge"), "record_identifier", "left_semi")
+    return [row["batch_number"] for row in holding.select("batch_number").distinct().collect()]
+
+
 def flag_repeated(records: DataFrame, identifiers: DataFrame) -> DataFrame:
     """`records` (canonical rows of kept batches) with each identifier that more than one batch
-    of the run holds (`identifiers`: `record_identifier`, `batch_number` of every kept batch)
-    flagged DUPLICATE, as a canonical frame to keep again."""
-    repeated = (
-        identifiers.where(F.col("record_identifier").isNotNull())
-        .groupBy("record_identifier")
-        .agg(F.countDistinct("batch_number").alias("_batches"))
-        .where(F.col("_batches") > 1)
-        .select("record_identifier", F.lit(2).alias("_identifier_count"))
-    )
+    of the run holds (`identifiers`, as for `repeated_batches`) flagged DUPLICATE, as a canonical
+    frame to keep again."""
+    repeated = _repeated(identifiers).select("record_identifier", F.lit(2).alias("_identifier_count"))
+    # A sort-merge join: a broadcast would collect the run's identifiers to the driver.
     joined = records.join(repeated.hint("merge"), "record_identifier", "left")
     joined = joined.fillna(1, ["_identifier_count"])
     invalid = F.col("status").isin(RecordStatus.INVALID_NULL.value, RecordStatus.INVALID_DUPLICATE.value)
@@ -172,5 +150,14 @@ def flag_repeated(records: DataFrame, identifiers: DataFrame) -> DataFrame:
     return joined.select(
         *[values.get(c, F.col(c)).alias(c) for c in CANONICAL_COLUMNS],
         F.lit(None).cast("string").alias(VIOLATION),
-        F.lit(None).cast("array<int>").alias(REPEATS),
+    )
+
+
+def _repeated(identifiers: DataFrame) -> DataFrame:
+    """The identifiers more than one batch holds (`record_identifier`)."""
+    return (
+        identifiers.where(F.col("record_identifier").isNotNull())
+        .groupBy("record_identifier")
+        .agg(F.countDistinct("batch_number").alias("_batches"))
+        .where(F.col("_batches") > 1)
     )

@@ -10,24 +10,22 @@ Spark computes them in the same pass. Each task then, batch by batch:
   staged files, or a COPY into the warehouse's invisible staging table);
 
 and returns, as its task result, a few short reports: its run-store files with their status
-counts, each stage's reports, the first violation, and the earlier batches of the run whose
-identifiers it repeated. Nothing reaches the log tables here: the driver commits (run store,
-then each load's swap) only when no task reported a violation, and otherwise removes the
-write's files and lets the caller drop the stages.
+counts, each stage's reports and the first violation. Nothing reaches the log tables here:
+the driver commits (run store, then each load's swap) only when no task reported a violation,
+and otherwise removes the write's files and lets the caller drop the stages.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from synclog.canonical import CANONICAL_COLUMNS, REPEATS
+from synclog.canonical import CANONICAL_COLUMNS
 from synclog.errors import InputError
 from synclog.payload_schema import field_types
 from synclog.records import VIOLATION, raise_violation
@@ -35,8 +33,8 @@ from synclog.storage.files import task_number, unreadable_file
 from synclog.storage.runstore import StoreWriter
 from synclog.targets.staging import StageWriter, TaskStage
 
-_STORE, _VIOLATION, _REPEATS = -1, -2, -3
-"""`part` of a report row that is not a load's: the run store's, a violation, repeated batches."""
+_STORE, _VIOLATION = -1, -2
+"""`part` of a report row that is not a load's: the run store's, a violation."""
 _TYPES = "_payload_types"
 """The column of each row's payload `field_types`, when the write computes them."""
 RESULT = "part int, report string"
@@ -59,8 +57,6 @@ class JobResult:
     """The run store's reports (`RunStore.commit_write`)."""
     stages: list[list[str]]
     """Per staged load, in order, its tasks' reports (`SqlTarget.load_staged`)."""
-    repeated: set[int] = field(default_factory=set)
-    """Earlier batches holding identifiers this write repeated."""
 
 
 def run_write_job(
@@ -74,7 +70,7 @@ def run_write_job(
     """
     loads = [F.struct(*rows.columns).alias(f"_load{i}") for i, rows in enumerate(staged)]
     types = [field_types(F.col("record_payload")).alias(_TYPES)] if payload_types else []
-    frame = canonical.select(*CANONICAL_COLUMNS, VIOLATION, REPEATS, *types, *loads)
+    frame = canonical.select(*CANONICAL_COLUMNS, VIOLATION, *types, *loads)
     task = _task(store, [rows.writer for rows in staged])
     try:
         done = frame.mapInArrow(task, RESULT).collect()
@@ -93,7 +89,6 @@ def run_write_job(
     return JobResult(
         store=[row["report"] for row in done if row["part"] == _STORE],
         stages=stages,
-        repeated={int(n) for row in done if row["part"] == _REPEATS for n in json.loads(row["report"])},
     )
 
 
@@ -105,7 +100,6 @@ def _task(store: StoreWriter, writers: Sequence[StageWriter]):  # type: ignore[n
         kept = store.open(part)
         stages: list[TaskStage] = [writer.open(part) for writer in writers]
         violation: str | None = None
-        repeated: set[int] = set()
         try:
             for batch in batches:
                 found = pc.min(batch.column(VIOLATION)).as_py()
@@ -115,8 +109,6 @@ def _task(store: StoreWriter, writers: Sequence[StageWriter]):  # type: ignore[n
                     continue  # the write is refused: nothing more needs keeping
                 types = batch.column(_TYPES) if _TYPES in batch.schema.names else None
                 kept.write(batch.select(CANONICAL_COLUMNS), types)
-                repeats = pc.unique(pc.list_flatten(batch.column(REPEATS))).to_pylist()
-                repeated.update(n for n in repeats if n is not None)
                 for number, stage in enumerate(stages):
                     stage.write(pa.RecordBatch.from_struct_array(batch.column(f"_load{number}")))
         except BaseException:
@@ -131,8 +123,6 @@ def _task(store: StoreWriter, writers: Sequence[StageWriter]):  # type: ignore[n
         rows = [(_STORE, report) for report in kept.close()]
         for number, stage in enumerate(stages):
             rows += [(number, report) for report in stage.close()]
-        if repeated:
-            rows.append((_REPEATS, json.dumps(sorted(repeated))))
         yield _reports(rows)
 
     return run

@@ -13,7 +13,7 @@ from types import TracebackType
 from pyspark.sql import DataFrame, SparkSession
 
 from synclog.batches import Batch, as_frame
-from synclog.canonical import canonical_frame, flag_repeated
+from synclog.canonical import canonical_frame, flag_repeated, repeated_batches
 from synclog.config import Config
 from synclog.errors import ConfigError, TargetError, first_line
 from synclog.layouts.base import LayoutContext, Load
@@ -177,8 +177,7 @@ class SyncLog:
         transform = policy.prepare(run.sync_id, payload_hooks())
         run = _redacted(run, policy)
         first = not self.store.has(run)
-        earlier = self.store.identifiers(self.spark, run)
-        canonical = canonical_frame(run, records, datetime.now(UTC), transform, earlier)
+        canonical = canonical_frame(run, records, datetime.now(UTC), transform)
         passes: dict[str, float] = {}
         waiting = self.store.pending_of(run)
         written, loaded = self._write_once(run, canonical, passes)
@@ -218,7 +217,7 @@ class SyncLog:
                 raise
             written = self._keep_only(run, canonical, passes)
             return written, self._keep(run, written.batches, finished=False, error=outage)
-        written = self.store.commit_write(run, result.store, result.repeated)
+        written = self.store.commit_write(run, result.store)
         passes["validate, store and stage"] = time.perf_counter() - started
         done = {s.table for s in staged}
         try:
@@ -319,15 +318,16 @@ class SyncLog:
             self.store.abort_write(folder)
             raise
         passes["validate and store"] = time.perf_counter() - started
-        return self.store.commit_write(run, result.store, result.repeated)
+        return self.store.commit_write(run, result.store)
 
     def finish(self, run: Run) -> dict[str, int]:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
 
         Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in.
-        Records of earlier batches whose identifiers later batches repeated are flagged DUPLICATE
-        now (and their batches loaded again), so a run logged batch by batch holds the flags a
-        `write_run` of the same records holds. Returns rows loaded per table (empty when the
+        Where the run was written by several writes, records whose identifier several batches
+        hold are flagged DUPLICATE now (those batches kept and loaded again): a run logged batch
+        by batch holds the flags a `write_run` of the same records holds, and a write's cost
+        does not grow with the batches before it. Returns rows loaded per table (empty when the
         target was down and the run was kept).
         """
         return self._finish(run, {})
@@ -343,13 +343,16 @@ class SyncLog:
         return loaded
 
     def _flag_repeated(self, run: Run) -> tuple[int, ...]:
-        """Flag DUPLICATE what kept batches hold of identifiers later batches repeated; those batches."""
-        repeated = self.store.repeated(run)
-        identifiers = self.store.identifiers(self.spark, run) if repeated else None
+        """Flag DUPLICATE the records of identifiers that several batches of the run hold, where
+        the batches came from more than one write (one write counts them in its own job);
+        return the batches flagged, kept again."""
+        identifiers = self.store.identifiers(self.spark, run) if self.store.writes(run) > 1 else None
         if identifiers is None:
             return ()
-        records = self.store.read(self.spark, run, repeated)
-        self._keep_only(run, flag_repeated(records, identifiers), {})
+        repeated = tuple(sorted(repeated_batches(identifiers)))
+        if repeated:
+            records = self.store.read(self.spark, run, repeated)
+            self._keep_only(run, flag_repeated(records, identifiers), {})
         return repeated
 
     def write_run(self, run: Run, records: Batch) -> WriteResult:

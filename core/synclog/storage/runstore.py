@@ -65,8 +65,9 @@ class RunState:
     finished: bool = False
     statuses: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     """Per kept batch, its records by canonical status."""
-    repeated: tuple[int, ...] = ()
-    """Batches holding identifiers that later writes of the run repeated: `finish` flags them DUPLICATE."""
+    writes: int = 0
+    """How many writes kept batches of the run: with more than one, `finish` looks for identifiers
+    that several batches hold (see `SyncLog.finish`)."""
     payload_types: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     """Per kept batch whose write computed them, its payloads' `field_types` pairs."""
 
@@ -75,7 +76,7 @@ class RunState:
         state = {"run": self.run.to_dict(), "batches": batches, "pending": list(self.pending)}
         statuses = {str(n): dict(counts) for n, counts in self.statuses.items()}
         types = {str(n): list(pairs) for n, pairs in self.payload_types.items()}
-        extra = {"finished": self.finished, "statuses": statuses, "repeated": list(self.repeated)}
+        extra = {"finished": self.finished, "statuses": statuses, "writes": self.writes}
         extra["payload_types"] = types
         return json.dumps({**state, **extra})
 
@@ -91,7 +92,7 @@ class RunState:
             pending=tuple(data["pending"]),
             finished=bool(data["finished"]),
             statuses={int(n): dict(counts) for n, counts in data.get("statuses", {}).items()},
-            repeated=tuple(data.get("repeated", ())),
+            writes=int(data.get("writes", 2)),  # unknown: check the run at finish
             payload_types={int(n): tuple(pairs) for n, pairs in data.get("payload_types", {}).items()},
         )
 
@@ -131,11 +132,8 @@ class RunStore:
         """Remove the files of a write that failed or was refused: the run stays as it was."""
         remove(self.location, folder)
 
-    def commit_write(self, run: Run, reports: Iterable[str], repeated: Iterable[int] = ()) -> Written:
-        """Make a write's files (the reports of its tasks' `StoreWriter`) the run's copies of their batches.
-
-        `repeated` are earlier batches holding identifiers this write repeated: `finish` flags them.
-        """
+    def commit_write(self, run: Run, reports: Iterable[str]) -> Written:
+        """Make a write's files (its tasks' `StoreWriter` reports) the run's copies of their batches."""
         files: dict[int, list[StoredFile]] = {}
         per_batch: dict[int, Counter[str]] = {}
         types: dict[int, set[str]] = {}
@@ -147,7 +145,7 @@ class RunStore:
             if "types" in data:
                 types.setdefault(number, set()).update(data["types"])
         kept = {n: tuple(f) for n, f in files.items()}
-        self._commit(run, kept, per_batch, set(repeated) - set(files), types)
+        self._commit(run, kept, per_batch, types)
         return Written(tuple(sorted(files)), dict(sum(per_batch.values(), Counter())))
 
     def _commit(
@@ -155,7 +153,6 @@ class RunStore:
         run: Run,
         batches: Mapping[int, tuple[StoredFile, ...]],
         statuses: Mapping[int, Mapping[str, int]],
-        repeated: Iterable[int] = (),
         types: Mapping[int, set[str]] | None = None,
     ) -> None:
         before = self.state(run) or RunState(run)
@@ -167,7 +164,7 @@ class RunStore:
                 run=run,
                 batches={**before.batches, **batches},
                 statuses={**before.statuses, **{n: dict(c) for n, c in statuses.items()}},
-                repeated=tuple(sorted({*before.repeated, *repeated})),
+                writes=before.writes + 1,
                 payload_types=payload_types,
             )
         )
@@ -211,10 +208,10 @@ class RunStore:
             return None
         return schema_of(pair for pairs in state.payload_types.values() for pair in pairs)
 
-    def repeated(self, run: Run) -> tuple[int, ...]:
-        """Kept batches whose identifiers later writes repeated (see `RunState.repeated`)."""
+    def writes(self, run: Run) -> int:
+        """How many writes kept batches of `run` (see `RunState.writes`)."""
         state = self.state(run)
-        return state.repeated if state else ()
+        return state.writes if state else 0
 
     def has(self, run: Run) -> bool:
         """Whether any batch of `run` is kept."""
