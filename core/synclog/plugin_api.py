@@ -15,6 +15,7 @@ from synclog.capabilities import Capabilities, Casefold, FileFormat, Schemas, St
 from synclog.errors import ConfigError, InputError, SynclogError, TargetError, first_line, outages
 from synclog.naming import Relation, check_name
 from synclog.plugins.hookspecs import API_ATTRIBUTE, PLUGIN_API_VERSION, hookimpl
+from synclog.storage.files import by_name
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
@@ -22,6 +23,7 @@ from synclog.targets.contract import LAYOUT_METHODS, WRITE_METHODS, missing_meth
 from synclog.targets.export import rows_batch, write_batches
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX, VERSIONS_TABLE, SqlTarget, Statement
+from synclog.targets.staging import FileStageWriter, StageWriter, TaskStage
 from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.urls import MEMORY, TargetURL
 
@@ -40,6 +42,7 @@ __all__ = [
     "ConfigError",
     "Cutoffs",
     "FileFormat",
+    "FileStageWriter",
     "InputError",
     "Location",
     "Manifest",
@@ -47,6 +50,7 @@ __all__ = [
     "Rows",
     "Schemas",
     "SqlTarget",
+    "StageWriter",
     "Staging",
     "Statement",
     "StoredFile",
@@ -57,6 +61,8 @@ __all__ = [
     "TargetSettings",
     "TargetType",
     "TargetURL",
+    "TaskStage",
+    "by_name",
     "check_name",
     "first_line",
     "hookimpl",

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from synclog.errors import TargetError, first_line
-from synclog.storage.files import by_name
+from synclog.plugin_api import by_name
 from synclog.targets.tables import ColumnType
 from synclog_postgres import binary
 from synclog_postgres.connection import OUTAGES, connect
