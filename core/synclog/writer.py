@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from synclog.batches import Batch, as_frame
 from synclog.canonical import canonical_frame, flag_repeated, repeated_batches
 from synclog.config import Config
-from synclog.errors import ConfigError, TargetError, first_line
+from synclog.errors import ConfigError, InputError, TargetError, first_line
 from synclog.layouts.base import LayoutContext, Load
 from synclog.layouts.registry import layout
 from synclog.model import Run
@@ -33,7 +33,7 @@ from synclog.targets.connector import Connector
 from synclog.targets.sql import SqlTarget
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
-from synclog.write_job import StagedRows, run_write_job
+from synclog.write_job import JobResult, StagedRows, run_write_job
 
 Progress = Callable[[str], None]
 
@@ -205,19 +205,14 @@ class SyncLog:
         except TargetError as exc:
             written = self._keep_only(run, canonical, passes)
             return written, self._keep(run, written.batches, finished=False, error=exc)
-        types = self._needs_payload_schema(run)
-        folder = self.store.begin_write(run)
         try:
-            stages = [s.rows for s in staged]
-            result = run_write_job(canonical, self.store.writer(folder), stages, payload_types=types)
+            written, result = self._kept_job(run, canonical, [s.rows for s in staged])
         except BaseException as exc:
-            self.store.abort_write(folder)
             outage = self._release(staged, exc)
             if outage is None:
                 raise
             written = self._keep_only(run, canonical, passes)
             return written, self._keep(run, written.batches, finished=False, error=outage)
-        written = self.store.commit_write(run, result.store)
         passes["validate, store and stage"] = time.perf_counter() - started
         done = {s.table for s in staged}
         try:
@@ -292,33 +287,46 @@ class SyncLog:
         """Drop every stage in `staged`; the outage `failure` (a failed job) amounts to, if any.
 
         A stage that cannot be dropped because the target is gone is left to the target's
-        sweep of orphaned stages (the next `ensure`).
+        sweep of orphaned stages (the next `ensure`). Rows the warehouse refused (the InputError
+        of `raise_stage_failure`) are raised once every stage is dropped.
         """
         outage: TargetError | None = failure if isinstance(failure, TargetError) else None
+        refused: InputError | None = None
         target = self.connector.target if staged else None
         for item in staged:
-            if isinstance(failure, Exception) and target is not None and outage is None:
+            if isinstance(failure, Exception) and target is not None and outage is None and refused is None:
                 try:
                     target.raise_stage_failure(failure, item.spec)
                 except TargetError as exc:
                     outage = exc
+                except InputError as exc:
+                    refused = exc
             with contextlib.suppress(TargetError):
                 target.release_stage(item.stage)  # type: ignore[union-attr]
         staged.clear()
+        if refused is not None:
+            raise refused from None
         return outage
 
     def _keep_only(self, run: Run, canonical: DataFrame, passes: dict[str, float]) -> Written:
         """The write's job without stages: validate and keep the batches (the target is down)."""
         started = time.perf_counter()
+        written, _ = self._kept_job(run, canonical, [])
+        passes["validate and store"] = time.perf_counter() - started
+        return written
+
+    def _kept_job(
+        self, run: Run, canonical: DataFrame, stages: list[StagedRows]
+    ) -> tuple[Written, JobResult]:
+        """Run the write's job and commit its run-store files; remove them when the job fails."""
         folder = self.store.begin_write(run)
         try:
             types = self._needs_payload_schema(run)
-            result = run_write_job(canonical, self.store.writer(folder), [], payload_types=types)
+            result = run_write_job(canonical, self.store.writer(folder), stages, payload_types=types)
         except BaseException:
             self.store.abort_write(folder)
             raise
-        passes["validate and store"] = time.perf_counter() - started
-        return self.store.commit_write(run, result.store)
+        return self.store.commit_write(run, result.store), result
 
     def finish(self, run: Run) -> dict[str, int]:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
