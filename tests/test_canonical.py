@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from synclog.canonical import CANONICAL_COLUMNS, canonical_frame
-from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
-from synclog.model import RecordStatus
+from synclog.model import InvalidReason
 from synclog.payloads import MAX_HEAD_CHARS, TRUNCATED_MARKER, fit_json
 from synclog.records import VIOLATION
 from synclog.testing.factories import make_records, make_run, record_rows
@@ -21,18 +20,42 @@ def frame_rows(spark: SparkSession, rows: list[tuple[object, ...]]) -> list[dict
 
 
 def test_invalid_records_are_flagged_not_dropped(spark: SparkSession) -> None:
-    rows = record_rows(make_run(), count=20, null_at=(3, 4), duplicate_of={9: 8, 10: 8})
+    run = make_run()
+    rows = record_rows(run, count=20, null_at=(3, 4), duplicate_of={9: 8, 10: 8})
+    given = {i: (row[2], row[3]) for i, row in enumerate(rows)}
     out = frame_rows(spark, rows)
     assert len(out) == 20
-    by_status: dict[str, list[dict[str, object]]] = {}
+    flagged: dict[object, int] = {}
     for row in out:
-        by_status.setdefault(str(row["status"]), []).append(row)
-    assert len(by_status[RecordStatus.INVALID_NULL]) == 2
-    assert len(by_status[RecordStatus.INVALID_DUPLICATE]) == 3
-    assert {r["status_message"] for r in by_status[RecordStatus.INVALID_NULL]} == {NULL_MESSAGE}
-    assert {r["status_message"] for r in by_status[RecordStatus.INVALID_DUPLICATE]} == {DUPLICATE_MESSAGE}
+        flagged[row["invalid_reason"]] = flagged.get(row["invalid_reason"], 0) + 1
+    assert flagged == {None: 15, InvalidReason.NULL.value: 2, InvalidReason.DUPLICATE.value: 3}
+    # The flag sits beside the destination's outcome: status and message stay the engine's.
+    assert sorted((r["status"], r["status_message"]) for r in out) == sorted(given.values())
     assert all(r[VIOLATION] is None for r in out)
     assert list(out[0])[: len(CANONICAL_COLUMNS)] == list(CANONICAL_COLUMNS)
+
+
+def test_error_codes_are_given_or_read_from_the_message(spark: SparkSession) -> None:
+    run = make_run()
+    base = record_rows(run, count=1)[0]
+    messages = [
+        ("rejected", "INVALID_EMAIL: a@b.c is not an address", None),
+        ("rejected", "HTTP 503: service unavailable", None),
+        ("rejected", "no code in this message", None),
+        ("rejected", "INVALID_EMAIL: x", "E_MAIL"),
+        ("succeeded", "NOTE: accepted with warnings", None),
+    ]
+    rows = [(f"r{i}", base[1], status, message, *base[4:]) for i, (status, message, _) in enumerate(messages)]
+    frame = make_records(spark, rows)
+    from pyspark.sql import functions as F
+
+    codes = F.create_map(*[F.lit(x) for i, m in enumerate(messages) if m[2] for x in (f"r{i}", m[2])])
+    frame = frame.withColumn("error_code", codes[F.col("record_identifier")])
+    written = canonical_frame(run, frame, datetime.now(UTC)).collect()
+    out = {r["record_identifier"]: r["error_code"] for r in written}
+    assert out == {"r0": "INVALID_EMAIL", "r1": "HTTP 503", "r2": None, "r3": "E_MAIL", "r4": None}
+    custom = canonical_frame(run, frame, datetime.now(UTC), error_code_pattern=r"^(\w+)")
+    assert {r["record_identifier"]: r["error_code"] for r in custom.collect()}["r2"] == "no"
 
 
 def test_log_ids_are_unique_and_stable(spark: SparkSession) -> None:

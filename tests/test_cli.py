@@ -13,7 +13,6 @@ import duckdb
 import pytest
 from pyspark.sql import SparkSession
 
-from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
 from synclog.cli.main import describe, main
 from synclog.retention import cutoff
 from synclog.testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
@@ -245,8 +244,10 @@ def test_records_filters_and_csv(demo: Path, tmp_path: Path, capsys: pytest.Capt
         main(["records", "--target", target, "--sync", "1234", "--status", "invalid", "--out", str(out)]) == 0
     )
     rows = list(csv.DictReader(out.open()))
-    assert rows and all((r["status"], r["layout_status"]) == ("invalid", "rejected") for r in rows)
-    assert {r["status_message"] for r in rows} == {NULL_MESSAGE, DUPLICATE_MESSAGE}
+    assert rows and all(r["status"] == "invalid" for r in rows)
+    # The destination's outcome stays beside the flag: the demo's engine sent them all.
+    assert {r["layout_status"] for r in rows} <= {"succeeded", "rejected"}
+    assert "succeeded" in {r["layout_status"] for r in rows}
     someone = next(r["record_identifier"] for r in rows if r["record_identifier"])
     assert (
         main(["records", "--target", target, "--sync", "1234", "--search", someone, "--out", str(out)]) == 0

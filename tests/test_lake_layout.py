@@ -11,7 +11,6 @@ from pyspark.sql import SparkSession
 
 from synclog.canonical import canonical_frame
 from synclog.capabilities import Capabilities
-from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
 from synclog.config import Config
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.lake import (
@@ -55,22 +54,23 @@ def test_statuses_operations_and_batch_types(spark: SparkSession) -> None:
         ("upsert", "succeeded", None),
         ("update", "rejected", "Bad email"),
         ("create", "aborted", None),
-        ("delete", "aborted", "Run cancelled"),  # also a duplicate: the check wins
+        ("delete", "aborted", "Run cancelled"),  # also a duplicate: the check's flag is the status
         ("append", "succeeded", None),  # the other duplicate
         ("mirror", "succeeded", None),  # NULL identifier
     ]
     rows = [(r[0], *g, *r[4:]) for r, g in zip(base, given, strict=True)]
     got = [
-        (r["operation"], r["batch_type"], r["status"], r["status_message"]) for r in lake_records(spark, rows)
+        (r["operation"], r["batch_type"], r["status"], r["status_message"], r["destination_status"])
+        for r in lake_records(spark, rows)
     ]
     assert sorted(got, key=str) == sorted(
         [
-            ("upsert", "records_upserted", "succeeded", None),
-            ("update", "records_updated", "rejected", "Bad email"),
-            ("append", "records_appended", "rejected", ABORTED_MESSAGE),
-            ("delete", "records_deleted", "DUPLICATE", DUPLICATE_MESSAGE),
-            ("append", "records_appended", "DUPLICATE", DUPLICATE_MESSAGE),
-            ("mirror", "records_mirrored", "NULL", NULL_MESSAGE),
+            ("upsert", "records_upserted", "succeeded", None, "succeeded"),
+            ("update", "records_updated", "rejected", "Bad email", "rejected"),
+            ("append", "records_appended", "rejected", ABORTED_MESSAGE, "rejected"),
+            ("delete", "records_deleted", "DUPLICATE", "Run cancelled", "rejected"),
+            ("append", "records_appended", "DUPLICATE", None, "succeeded"),
+            ("mirror", "records_mirrored", "NULL", None, "succeeded"),
         ],
         key=str,
     )

@@ -355,7 +355,8 @@ def test_a_sync_s_runs_send_notices_resolved_notices_and_lineage(
     facet = complete["run"]["facets"]["synclog_run"]
     assert facet["statuses"] == {"succeeded": 30, "rejected": 7, "invalid_null": 1, "invalid_duplicate": 2}
     assert (facet["records"], facet["outcome"]) == (40, "succeeded")
-    assert events[5]["run"]["facets"]["synclog_run"]["outcome"] == "failed"
+    # Run 3 failed after some of its records reached the destination: partial.
+    assert events[5]["run"]["facets"]["synclog_run"]["outcome"] == "partial"
     everything = b" ".join(body for _, _, body in receiver.received)
     assert b"example.com" not in everything and b"boom" not in everything, "no payload values, no errors"
     assert not [m for m in messages if m.startswith("warning")]

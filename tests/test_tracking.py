@@ -12,7 +12,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from synclog.checks import NULL_MESSAGE
 from synclog.errors import ConfigError, TargetError
 from synclog.layouts.lake import ABORTED_MESSAGE, RUN_METADATA, metadata_row
 from synclog.layouts.lake import RECORDS as LAKE_RECORDS
@@ -61,7 +60,7 @@ def test_lake_runs_unfinished_or_without_records(lake: LakeTarget) -> None:
     """Run 1 has batch files but no metadata.json yet; run 2 finished without records."""
     rows = [
         {"identifier": "a", "status": "succeeded", "status_message": None},
-        {"identifier": None, "status": "NULL", "status_message": NULL_MESSAGE},
+        {"identifier": None, "status": "NULL", "status_message": None},
         {"identifier": "b", "status": "rejected", "status_message": "INVALID_EMAIL"},
         {"identifier": "c", "status": "rejected", "status_message": ABORTED_MESSAGE},
     ]

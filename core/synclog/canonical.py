@@ -9,7 +9,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from synclog import checks
-from synclog.model import RecordStatus, Run
+from synclog.error_codes import DEFAULT_PATTERN, error_code
+from synclog.model import InvalidReason, Run
 from synclog.payloads import LARGEST_JSON_BYTES, fit_json
 from synclog.privacy import PayloadTransform
 from synclog.records import VIOLATION, violation
@@ -22,6 +23,8 @@ CANONICAL_COLUMNS = (
     "operation",
     "status",
     "status_message",
+    "invalid_reason",
+    "error_code",
     "record_payload",
     "fields",
     "split_group",
@@ -50,13 +53,16 @@ def canonical_frame(
     records: DataFrame,
     logged_at: datetime,
     policy: PayloadTransform | None = None,
+    error_code_pattern: str = DEFAULT_PATTERN,
 ) -> DataFrame:
     """The canonical frame for `records` of `run`, plus the `VIOLATION` column.
 
     Columns were checked already (`records.check_columns`); values are checked here, in
     the same pass that computes everything else, so a bad frame costs one Spark job.
     A payload `policy` rewrites identifiers, payloads and messages first, before the shuffle
-    of the identifier checks, so nothing downstream (log ids included) sees the original values.
+    of the identifier checks, so nothing downstream (log ids included) sees the original values;
+    the error code is read from the message as the policy left it (`synclog.error_codes`).
+    `status` and `status_message` are the engine's; the identifier checks set `invalid_reason`.
     """
     fields = records["fields"] if "fields" in records.columns else records["record_payload"]
     split = records["split_group"] if "split_group" in records.columns else F.lit(None)
@@ -65,6 +71,9 @@ def canonical_frame(
         "operation",
         "status",
         "status_message",
+        F.col("error_code").cast("string").alias("error_code")
+        if "error_code" in records.columns
+        else F.lit(None).cast("string").alias("error_code"),
         fit_json(_json_text(records, "record_payload"), LARGEST_JSON_BYTES).alias("record_payload"),
         fit_json(_json_text(records, "fields", fields), LARGEST_JSON_BYTES).alias("fields"),
         split.cast("string").alias("split_group"),
@@ -75,6 +84,7 @@ def canonical_frame(
     )
     if policy is not None:
         shaped = policy.apply(shaped)
+    shaped = shaped.withColumn("error_code", error_code(shaped, error_code_pattern))
     counted = shaped.withColumn("_identifier_count", checks.identifier_count())
     occurrence = F.row_number().over(
         Window.partitionBy("record_identifier", "batch_number").orderBy(
@@ -87,8 +97,10 @@ def canonical_frame(
         F.lit(run.sync_run_id).cast("bigint").alias("sync_run_id"),
         "record_identifier",
         "operation",
-        checks.checked_status("_identifier_count").alias("status"),
-        checks.checked_message("_identifier_count").alias("status_message"),
+        "status",
+        "status_message",
+        checks.invalid_reason("_identifier_count").alias("invalid_reason"),
+        "error_code",
         "record_payload",
         "fields",
         "split_group",
@@ -136,17 +148,11 @@ def flag_repeated(records: DataFrame, identifiers: DataFrame) -> DataFrame:
     """`records` (canonical rows of kept batches) with each identifier that more than one batch
     of the run holds (`identifiers`, as for `repeated_batches`) flagged DUPLICATE, as a canonical
     frame to keep again."""
-    repeated = _repeated(identifiers).select("record_identifier", F.lit(2).alias("_identifier_count"))
+    repeated = _repeated(identifiers).select("record_identifier", F.lit(True).alias("_repeated"))
     # A sort-merge join: a broadcast would collect the run's identifiers to the driver.
     joined = records.join(repeated.hint("merge"), "record_identifier", "left")
-    joined = joined.fillna(1, ["_identifier_count"])
-    invalid = F.col("status").isin(RecordStatus.INVALID_NULL.value, RecordStatus.INVALID_DUPLICATE.value)
-    values = {
-        "status": F.when(invalid, F.col("status")).otherwise(checks.checked_status("_identifier_count")),
-        "status_message": F.when(invalid, F.col("status_message")).otherwise(
-            checks.checked_message("_identifier_count")
-        ),
-    }
+    duplicate = F.when(F.col("_repeated"), F.lit(InvalidReason.DUPLICATE.value))
+    values = {"invalid_reason": F.coalesce(F.col("invalid_reason"), duplicate)}
     return joined.select(
         *[values.get(c, F.col(c)).alias(c) for c in CANONICAL_COLUMNS],
         F.lit(None).cast("string").alias(VIOLATION),

@@ -5,10 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from synclog.model import RecordStatus
-
-NULL_MESSAGE = "Invalid record: the identifier is NULL"
-DUPLICATE_MESSAGE = "Invalid record: the identifier appears more than once in this run"
+from synclog.model import InvalidReason
 
 
 def identifier_count() -> Column:
@@ -16,19 +13,12 @@ def identifier_count() -> Column:
     return F.count(F.lit(1)).over(Window.partitionBy("record_identifier"))
 
 
-def checked_status(count_column: str) -> Column:
-    """The canonical status: invalid checks first, the engine's outcome otherwise."""
-    return (
-        F.when(F.col("record_identifier").isNull(), F.lit(RecordStatus.INVALID_NULL.value))
-        .when(F.col(count_column) > 1, F.lit(RecordStatus.INVALID_DUPLICATE.value))
-        .otherwise(F.col("status"))
-    )
+def invalid_reason(count_column: str) -> Column:
+    """The canonical `invalid_reason`: NULL or DUPLICATE identifier, else NULL (a valid record).
 
-
-def checked_message(count_column: str) -> Column:
-    """The engine's message, or the check's message for an invalid record."""
-    return (
-        F.when(F.col("record_identifier").isNull(), F.lit(NULL_MESSAGE))
-        .when(F.col(count_column) > 1, F.lit(DUPLICATE_MESSAGE))
-        .otherwise(F.col("status_message"))
+    The flag sits beside the engine's outcome, never in its place: a flagged record the engine
+    sent keeps the status and message the destination gave it.
+    """
+    return F.when(F.col("record_identifier").isNull(), F.lit(InvalidReason.NULL.value)).when(
+        F.col(count_column) > 1, F.lit(InvalidReason.DUPLICATE.value)
     )

@@ -19,6 +19,7 @@ mask = { email = "hmac" }
 mask_key_env = "SYNCLOG_MASK_KEY"
 redact_messages = ['[\\w.+-]+@[\\w-]+\\.[\\w.]+']
 alerts = { rejection_rate = 0.05, failed_run = true }   # see synclog.notices.rules
+error_code_pattern = '^ERR-(\\d+)'      # the error code in a message (see synclog.error_codes)
 
 [notices]                                # where alerts go, and OpenLineage events
 webhook = { url = "https://hooks.example.com/synclog", secret_env = "SYNCLOG_WEBHOOK_SECRET" }
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from synclog.error_codes import DEFAULT_PATTERN, checked_pattern
 from synclog.errors import ConfigError
 from synclog.notices.delivery import Endpoint, NoticeSettings
 from synclog.notices.rules import AlertRules
@@ -71,6 +73,8 @@ class SyncSettings:
     tables: Mapping[str, TableSettings] = field(default_factory=dict)
     policy: PayloadPolicy = field(default_factory=PayloadPolicy)
     alerts: AlertRules = field(default_factory=AlertRules)
+    error_code_pattern: str = DEFAULT_PATTERN
+    """Where a rejected record's error code is read from its message (`synclog.error_codes`)."""
 
     def table(self, name: str) -> TableSettings:
         """Settings of the table `name` (its public name, e.g. `sync_log`)."""
@@ -181,7 +185,8 @@ def _days(value: Any, where: str) -> int:
 
 
 def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
-    _only(data, {"layouts", "retention_days", "tables", "alerts", *_POLICY_KEYS}, where)
+    known = {"layouts", "retention_days", "tables", "alerts", "error_code_pattern", *_POLICY_KEYS}
+    _only(data, known, where)
     layouts = data.get("layouts", base.layouts)
     if not isinstance(layouts, list | tuple) or not all(isinstance(x, str) for x in layouts):
         raise ConfigError(f"{where}: layouts must be a list of names, got {layouts!r}")
@@ -195,7 +200,8 @@ def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
         tables[name] = TableSettings(enabled, None if days is None else _days(days, where))
     days = _days(data.get("retention_days", base.retention_days), where)
     alerts = _alerts(data.get("alerts", {}), base.alerts, f"{where}.alerts")
-    return SyncSettings(tuple(layouts), days, tables, _policy(data, base.policy, where), alerts)
+    pattern = checked_pattern(data.get("error_code_pattern", base.error_code_pattern), where)
+    return SyncSettings(tuple(layouts), days, tables, _policy(data, base.policy, where), alerts, pattern)
 
 
 _POLICY_KEYS = ("log_fields", "mask", "mask_key_env", "redact_messages", "mask_identifier")

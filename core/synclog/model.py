@@ -46,8 +46,19 @@ class InputStatus(StrEnum):
     ABORTED = "aborted"
 
 
+class InvalidReason(StrEnum):
+    """Why the identifier check flagged a record (the canonical `invalid_reason`)."""
+
+    NULL = "NULL"
+    DUPLICATE = "DUPLICATE"
+
+
 class RecordStatus(StrEnum):
-    """The canonical status of a logged record; each layout maps it to its own vocabulary."""
+    """How a write counts a record (`WriteResult.statuses`): the destination's outcome, or the
+    identifier check's flag, which comes first in the counts (as in Sync Tracking's `invalid`).
+
+    The log tables keep the two apart: the canonical `status` is always the engine's outcome
+    (succeeded, rejected or aborted) and `invalid_reason` the flag (`InvalidReason`)."""
 
     SUCCEEDED = "succeeded"
     REJECTED = "rejected"
@@ -55,12 +66,27 @@ class RecordStatus(StrEnum):
     INVALID_NULL = "invalid_null"
     INVALID_DUPLICATE = "invalid_duplicate"
 
+    @classmethod
+    def counted(cls, status: str, invalid_reason: str | None) -> RecordStatus:
+        """The count a record with the canonical `status` and `invalid_reason` goes to."""
+        if invalid_reason is None:
+            return cls(status)
+        return cls(f"invalid_{invalid_reason.lower()}")
+
 
 class RunStatus(StrEnum):
-    """How a run as a whole ended."""
+    """How a run as a whole ended.
+
+    `succeeded`: the engine ended the run without error (rejected records are the records'
+    outcomes, not the run's). `failed`: the engine reports the run ended with an error and no
+    record reached the destination. `partial`: it ended with an error after some records did
+    (`SyncLog.finish` turns a `failed` run with succeeded records into `partial`). `running`:
+    not ended yet.
+    """
 
     RUNNING = "running"
     SUCCEEDED = "succeeded"
+    PARTIAL = "partial"
     FAILED = "failed"
 
 

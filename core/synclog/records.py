@@ -40,6 +40,7 @@ INPUT_COLUMNS: tuple[InputColumn, ...] = (
     InputColumn("batch_completed_at", _TIMESTAMP, "timestamp"),
     InputColumn("split_group", (T.StringType,), "string", required=False),
     InputColumn("fields", _JSONISH, "JSON string, struct or map", required=False),
+    InputColumn("error_code", (T.StringType,), "string", required=False),
 )
 
 INPUT_SCHEMA = T.StructType(
@@ -54,13 +55,15 @@ INPUT_SCHEMA = T.StructType(
         T.StructField("batch_completed_at", T.TimestampType()),
         T.StructField("split_group", T.StringType()),
         T.StructField("fields", T.StringType()),
+        T.StructField("error_code", T.StringType()),
     ]
 )
 """The record results' schema, as Spark types (what JSON lines files are read with).
 
-Every column but `split_group` and `fields` is required; `INPUT_COLUMNS` lists the other types
-each column may have (an integer `record_identifier`, a struct or map payload, `TIMESTAMP_NTZ`).
-Timestamps without a time zone are taken to be UTC.
+Every column but `split_group`, `fields` and `error_code` (the destination's code of a
+rejection; read from `status_message` when absent, see `synclog.error_codes`) is required;
+`INPUT_COLUMNS` lists the other types each column may have (an integer `record_identifier`, a
+struct or map payload, `TIMESTAMP_NTZ`). Timestamps without a time zone are taken to be UTC.
 """
 
 INPUT_ARROW_SCHEMA: pa.Schema = to_arrow_schema(INPUT_SCHEMA, timezone="UTC")

@@ -18,7 +18,7 @@ from synclog.config import Config
 from synclog.errors import ConfigError, InputError, TargetError, first_line
 from synclog.layouts.base import LayoutContext, Load
 from synclog.layouts.registry import layout
-from synclog.model import Run
+from synclog.model import RecordStatus, Run, RunStatus
 from synclog.naming import Relation
 from synclog.notices.notify import Notices
 from synclog.plugins.manager import payload_hooks, registry
@@ -50,7 +50,7 @@ class _Staged:
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What one write did: records by canonical status, rows loaded per table, seconds taken."""
+    """What one write did: records as counted (`RecordStatus.counted`), rows loaded per table, seconds."""
 
     statuses: dict[str, int]
     loaded: dict[str, int] = field(default_factory=dict)
@@ -177,7 +177,8 @@ class SyncLog:
         transform = policy.prepare(run.sync_id, payload_hooks())
         run = _redacted(run, policy)
         first = not self.store.has(run)
-        canonical = canonical_frame(run, records, datetime.now(UTC), transform)
+        pattern = self.config.sync(run.sync_id).error_code_pattern
+        canonical = canonical_frame(run, records, datetime.now(UTC), transform, pattern)
         passes: dict[str, float] = {}
         waiting = self.store.pending_of(run)
         written, loaded = self._write_once(run, canonical, passes)
@@ -331,7 +332,8 @@ class SyncLog:
     def finish(self, run: Run) -> dict[str, int]:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
 
-        Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in.
+        Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in;
+        a `failed` run some of whose records succeeded is logged `partial` (see `RunStatus`).
         Where the run was written by several writes, records whose identifier several batches
         hold are flagged DUPLICATE now (those batches kept and loaded again): a run logged batch
         by batch holds the flags a `write_run` of the same records holds, and a write's cost
@@ -346,6 +348,8 @@ class SyncLog:
         waiting = self.store.pending_of(run)
         batches = sorted({*flagged, *(waiting.batches if waiting else ())})
         statuses = self.store.statuses(run)  # before the load forgets the run
+        if run.status is RunStatus.FAILED and statuses.get(RecordStatus.SUCCEEDED, 0):
+            run = replace(run, status=RunStatus.PARTIAL)
         loaded = self._load_or_keep(run, batches, finished=True, passes=passes) or {}
         self.notices.finished(self, run, statuses)
         return loaded

@@ -12,16 +12,8 @@
     {{ return(var('synclog_error_code_delimiter', ':')) }}
 {%- endmacro %}
 
-{#- synclog's own messages (synclog.checks, synclog.layouts.census): how the layouts say that a
-    record failed an identifier check, or was never attempted. -#}
-{% macro synclog_null_message() -%}
-    {{ return("'Invalid record: the identifier is NULL'") }}
-{%- endmacro %}
-
-{% macro synclog_duplicate_message() -%}
-    {{ return("'Invalid record: the identifier appears more than once in this run'") }}
-{%- endmacro %}
-
+{#- synclog's own message (synclog.layouts.census): how the census layout says that a record was
+    never attempted. -#}
 {% macro synclog_aborted_message() -%}
     {{ return("'Not attempted: the run ended before this record was sent'") }}
 {%- endmacro %}

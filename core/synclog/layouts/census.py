@@ -32,7 +32,7 @@ SYNC_LOG = TableSpec(
         Col("batch_started_at", C.TIMESTAMP, "When the batch with this record was sent"),
         Col("batch_completed_at", C.TIMESTAMP, "When the batch with this record completed"),
         Col("operation", C.STRING, "upsert, update, create or delete"),
-        Col("status", C.STRING, "succeeded or rejected"),
+        Col("status", C.STRING, "succeeded or rejected: the destination's outcome, invalid records too"),
         Col("status_message", C.STRING, "The destination's reason when rejected"),
         Col("_census_logged_at", C.TIMESTAMP, "When this log record was loaded"),
         Col("destination_id", C.BIGINT, "The destination connection", run_metadata=True),
@@ -41,6 +41,7 @@ SYNC_LOG = TableSpec(
         Col("source_object_id", C.BIGINT, "The source object", run_metadata=True),
         Col("batch_number", C.INTEGER, "The batch within the run"),
         Col("invalid_reason", C.STRING, "NULL or DUPLICATE when the identifier check failed"),
+        Col("error_code", C.STRING, "The destination's error code: the engine's, or read from the message"),
     ),
     replace_key=("sync_run_id", "batch_number"),
     time_column="batch_started_at",
@@ -92,7 +93,6 @@ DESTINATION_OBJECTS = TableSpec(
 
 _OPERATIONS = {"append": "create", "mirror": "upsert"}
 ABORTED_MESSAGE = "Not attempted: the run ended before this record was sent"
-_INVALID = {RecordStatus.INVALID_NULL: "NULL", RecordStatus.INVALID_DUPLICATE: "DUPLICATE"}
 
 
 class CensusLayout(Layout):
@@ -119,7 +119,6 @@ class CensusLayout(Layout):
             "operation": _census_operation(),
             "status": _census_status(),
             "status_message": _census_message(),
-            "invalid_reason": _invalid_reason(),
             "_census_logged_at": F.col("logged_at"),
             **{name: F.lit(value).cast("bigint") for name, value in ids.items()},
         }
@@ -166,10 +165,3 @@ def _census_status() -> Column:
 def _census_message() -> Column:
     aborted = F.col("status") == RecordStatus.ABORTED.value
     return F.when(aborted, F.lit(ABORTED_MESSAGE)).otherwise(F.col("status_message"))
-
-
-def _invalid_reason() -> Column:
-    reason = F.lit(None).cast("string")
-    for status, shown in _INVALID.items():
-        reason = F.when(F.col("status") == status.value, F.lit(shown)).otherwise(reason)
-    return reason

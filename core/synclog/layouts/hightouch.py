@@ -15,8 +15,8 @@ previous snapshot (`synclog.diff`):
   last status, fields and run, with op_type `unchanged`. Removed rows leave the snapshot
   whatever their status; records without a row id are not in it.
 - `sync_runs`: one row per run; planned = attempted + aborted, attempted = succeeded + failed,
-  per op_type, counted from the changelog rows of the run (invalid records count as attempted
-  and failed).
+  per op_type, counted from the changelog rows of the run (invalid records by the destination's
+  outcome; rows that left the model with nothing sent are not planned).
 
 Retention: changelog rows expire by `batch_started_at` (per sync and table, as configured);
 the snapshot keeps each row's last known state and `sync_runs` every run. Per sync, each table
@@ -24,10 +24,12 @@ can be switched off in `synclog.toml`; without `sync_snapshot` a run has no prev
 diff against, so every record is `added` (or `removed`). `split_group` is added to the changelog
 and snapshot (at the end) by the first run whose records, or whose previous snapshot, use splits.
 
-Statuses: succeeded stays succeeded; the destination's rejections and the invalid-record checks
-(NULL or DUPLICATE identifier) are `failed` with the reason in `failure_reason`; what the engine
-reports as aborted is `aborted`. A row that left a whole-model run takes the run's outcome:
-succeeded, or aborted when the run ended with an error.
+Statuses are the destination's outcomes: succeeded stays succeeded; a rejection is `failed`
+with the reason in `failure_reason`; what the engine reports as aborted is `aborted`. The
+invalid-record checks (NULL or DUPLICATE identifier) set `invalid_reason` beside the status,
+never in its place; `error_code` holds the destination's code (`synclog.error_codes`). A row that
+left a whole-model run without a record of the run (no delete sent) is `removed` with status
+NULL: it left the model, and the destination was asked nothing.
 
 Replays: before the snapshot is replaced, the previous state of every row the run touches is
 kept in `synclog_snapshot_baseline` (replaced per sync, with a marker row naming the run). A run
@@ -60,9 +62,13 @@ SCHEMA = "hightouch_audit"
 _ID = Col("sync_id", C.BIGINT, "The ID of the sync")
 _RUN_ID = Col("sync_run_id", C.BIGINT, "The ID of the sync run")
 _ROW_ID = Col("row_id", C.STRING, "The value of the row's primary key (NULL when the record had none)")
-_STATUS = Col("status", C.STRING, "succeeded, failed or aborted (planned, never attempted)")
+_STATUS = Col(
+    "status", C.STRING, "succeeded, failed or aborted (never attempted); NULL: left the model, nothing sent"
+)
 _REASON = Col("failure_reason", C.STRING, "Why the row failed to sync, when it failed")
 _FIELDS = Col("fields", C.JSON, "The model's row, as a JSON object")
+_INVALID = Col("invalid_reason", C.STRING, "NULL or DUPLICATE when the identifier check failed")
+_CODE = Col("error_code", C.STRING, "The destination's error code: the engine's, or read from the message")
 SPLIT_GROUP = Col("split_group", C.STRING, "The audience split group; added once a sync uses splits")
 
 CHANGELOG = TableSpec(
@@ -78,6 +84,8 @@ CHANGELOG = TableSpec(
         _REASON,
         _FIELDS,
         Col("batch_started_at", C.TIMESTAMP, "When the row's batch started (retention counts from it)"),
+        _INVALID,
+        _CODE,
     ),
     replace_key=("sync_run_id",),
     time_column="batch_started_at",
@@ -97,6 +105,8 @@ SNAPSHOT = TableSpec(
         _FIELDS,
         Col("fields_hash", C.STRING, "Hash of `fields`: recognises unchanged rows in the next run"),
         Col("last_sync_run_id", C.BIGINT, "The last run that sent the row"),
+        _INVALID,
+        _CODE,
     ),
     replace_key=("sync_id",),
 )
@@ -117,7 +127,7 @@ RUNS = TableSpec(
         Col("destination", C.STRING, "The destination type, e.g. Salesforce or Braze"),
         Col("model_name", C.STRING, "The name of the model attached to the sync"),
         Col("model_id", C.BIGINT, "The ID of the model attached to the sync"),
-        Col("status", C.STRING, "succeeded or failed"),
+        Col("status", C.STRING, "succeeded or failed (the run ended with an error, partial runs too)"),
         Col("error", C.STRING, "The sync-level error if the run ended early"),
         Col("started_at", C.TIMESTAMP, "When the run started"),
         Col("finished_at", C.TIMESTAMP, "When the run finished"),
@@ -140,6 +150,8 @@ BASELINE = TableSpec(
 """Internal: the snapshot rows of a sync as they were before its latest run, for replays."""
 
 _OPS = {"added": "add", "changed": "change", "removed": "remove"}
+_OUTCOME = ("status", "failure_reason", "invalid_reason", "error_code")
+"""The columns of a record's outcome: NULL for a row that left the model with nothing sent."""
 
 
 def table_for(table: TableSpec, *, fields: bool, splits: bool) -> TableSpec:
@@ -183,7 +195,7 @@ class HightouchLayout(Layout):
 def run_side(records: DataFrame) -> DataFrame:
     """The canonical records in the hightouch vocabulary, with the hash of their fields."""
     status = F.col("status")
-    failed = ~status.isin(RecordStatus.SUCCEEDED.value, RecordStatus.ABORTED.value)
+    failed = status == RecordStatus.REJECTED.value
     return records.select(
         F.col("record_identifier").alias("row_id"),
         "log_id",
@@ -193,6 +205,8 @@ def run_side(records: DataFrame) -> DataFrame:
         .otherwise(F.lit("failed"))
         .alias("status"),
         F.when(failed, F.col("status_message")).alias("failure_reason"),
+        "invalid_reason",
+        "error_code",
         "fields",
         fields_hash(F.col("fields")).alias("fields_hash"),
         "split_group",
@@ -201,14 +215,14 @@ def run_side(records: DataFrame) -> DataFrame:
 
 
 def _changelog_values(d: Diff, run: Run, caps: Capabilities) -> dict[str, Column]:
-    outcome = "succeeded" if run.status is RunStatus.SUCCEEDED else "aborted"
+    """A row that left the model without a record of the run has no status: the destination
+    was not asked to do anything with it (a delete the engine sent is a record of its own)."""
     return {
         "sync_id": F.lit(run.sync_id),
         "sync_run_id": F.lit(run.sync_run_id),
         "op_type": d.change,
         "row_id": d.row_id,
-        "status": d.pick("status", F.lit(outcome)),
-        "failure_reason": F.when(d.in_run, F.col("failure_reason")),
+        **{c: F.when(d.in_run, F.col(c)) for c in _OUTCOME},
         "fields": _fields(d, caps),
         "batch_started_at": d.pick("batch_started_at", F.lit(run.started_at)),
         "split_group": d.pick("split_group"),
@@ -221,9 +235,8 @@ def _snapshot_values(d: Diff, run: Run, caps: Capabilities) -> dict[str, Column]
         "op_type": d.state,
         "row_id": d.row_id,
         "status": d.pick("status"),
-        "failure_reason": d.pick("failure_reason"),
+        **{c: d.pick(c) for c in ("failure_reason", "invalid_reason", "error_code", "fields_hash")},
         "fields": _fields(d, caps),
-        "fields_hash": d.pick("fields_hash"),
         "last_sync_run_id": F.when(d.in_run, F.lit(run.sync_run_id)).otherwise(prev("last_sync_run_id")),
         "split_group": d.pick("split_group"),
     }
@@ -310,7 +323,7 @@ def _run_row(run: Run, counts: dict[tuple[str, str], int]) -> dict[str, Any]:
         "destination": run.destination.type.split("::")[0],
         "model_name": run.model_name,
         "model_id": run.model_id,
-        "status": "succeeded" if run.status is RunStatus.SUCCEEDED else "failed",
+        "status": "succeeded" if run.status is RunStatus.SUCCEEDED else "failed",  # the seed's two
         "error": run.error,
         "started_at": run.started_at,
         "finished_at": run.finished_at,

@@ -48,9 +48,8 @@ STATUSES: Mapping[RecordStatus, str] = {
     RecordStatus.SUCCEEDED: "succeeded",
     RecordStatus.REJECTED: "rejected",
     RecordStatus.ABORTED: "rejected",
-    RecordStatus.INVALID_NULL: "NULL",
-    RecordStatus.INVALID_DUPLICATE: "DUPLICATE",
 }
+"""The destination's outcome in the lake's vocabulary (`destination_status`)."""
 OPERATIONS: Mapping[str, str] = {"create": "append"}
 """Operations renamed for the lake; the others keep their name."""
 BATCH_TYPES: Mapping[str, str] = {
@@ -70,10 +69,16 @@ RECORDS = TableSpec(
         Col("identifier", C.STRING, "The value of the sync key for this record"),
         Col("record_payload", C.JSON, "The record extracted from the source, as JSON text"),
         Col("operation", C.STRING, "update, upsert, delete, append or mirror"),
-        Col("status", C.STRING, "succeeded, rejected, NULL or DUPLICATE"),
-        Col("status_message", C.STRING, "Why the record was rejected or is invalid"),
+        Col("status", C.STRING, "succeeded, rejected, NULL or DUPLICATE (the identifier check's flag first)"),
+        Col("status_message", C.STRING, "The destination's reason when the record was rejected"),
         Col("batch_started_at", C.TIMESTAMP, "When sending the batch started"),
         Col("batch_ended_at", C.TIMESTAMP, "When sending the batch finished"),
+        Col(
+            "destination_status",
+            C.STRING,
+            "succeeded or rejected: the destination's outcome (of invalid ones too)",
+        ),
+        Col("error_code", C.STRING, "The destination's error code: the engine's, or read from the message"),
     ),
     replace_key=("org_id", "sync_id", "sync_run_id", "batch_number"),
     time_column="batch_started_at",
@@ -101,7 +106,7 @@ RUN_METADATA = TableSpec(
         Col("destination_object_id", C.BIGINT),
         Col("sync_run_started_at", C.TIMESTAMP),
         Col("sync_run_finished_at", C.TIMESTAMP),
-        Col("sync_run_status", C.STRING, "running, succeeded or failed"),
+        Col("sync_run_status", C.STRING, "running, succeeded, partial or failed (see RunStatus)"),
         Col("record_payload_schema", C.JSON, "Payload field → JSON type"),
         Col("extra", C.JSON, "The engine's own fields of the run (Run.extra), NULL when none"),
     ),
@@ -140,7 +145,7 @@ class LakeLayout(Layout):
 
     def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         operation = _lookup(OPERATIONS, F.col("operation"))
-        status = _lookup(STATUSES, F.col("status"))
+        outcome = _lookup(STATUSES, F.col("status"))
         aborted = F.col("status") == RecordStatus.ABORTED.value
         message = F.when(aborted, F.coalesce("status_message", F.lit(ABORTED_MESSAGE))).otherwise(
             F.col("status_message")
@@ -155,10 +160,12 @@ class LakeLayout(Layout):
             F.col("record_identifier").alias("identifier"),
             "record_payload",
             operation.alias("operation"),
-            status.alias("status"),
+            F.coalesce("invalid_reason", outcome).alias("status"),
             message.alias("status_message"),
             "batch_started_at",
             F.col("batch_completed_at").alias("batch_ended_at"),
+            outcome.alias("destination_status"),
+            "error_code",
         )
         yield Load(RECORDS, records)
 

@@ -26,7 +26,7 @@ FACET = "synclog_run"
 """The custom run facet's key: prefixed with its producer's name, as custom facets are."""
 FACET_SCHEMA_URL = "urn:synclog:openlineage:SynclogRunFacet:1-0-0#/$defs/SynclogRunFacet"
 """The facet's `_schemaURL`: the `$id` of SynclogRunFacet.json, which ships with synclog."""
-EVENT_TYPES = {"succeeded": "COMPLETE", "failed": "FAIL", "aborted": "ABORT"}
+EVENT_TYPES = {"succeeded": "COMPLETE", "failed": "FAIL", "partial": "FAIL", "aborted": "ABORT"}
 """The terminal event of each way a run ends (see `synclog.notices.rules.outcome`)."""
 
 

@@ -45,7 +45,7 @@ class RunFacts:
     sync_id: int
     sync_run_id: int
     outcome: str
-    """succeeded, failed or aborted (see `outcome`)."""
+    """succeeded, partial, failed or aborted (see `outcome`)."""
     statuses: Mapping[str, int] = field(default_factory=dict)
     """Records by status: canonical statuses, or Sync Tracking's (where `invalid` sums both kinds)."""
 
@@ -70,10 +70,10 @@ class Firing:
 
 
 def outcome(status: str, aborted: int) -> str:
-    """How a run ended: failed as it says; aborted when it did not say (still running at its end)
+    """How a run ended: failed or partial as it says; aborted when it did not say (still running at its end)
     or left records unsent; else succeeded."""
-    if status == "failed":
-        return "failed"
+    if status in ("failed", "partial"):
+        return status
     return "aborted" if status == "running" or aborted else "succeeded"
 
 

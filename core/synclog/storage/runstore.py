@@ -35,7 +35,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from synclog.canonical import canonical_schema
-from synclog.model import Run
+from synclog.model import RecordStatus, Run
 from synclog.payload_schema import FieldType, schema_of
 from synclog.storage.files import PartFiles, publish, read_frame, remove
 from synclog.storage.location import Location
@@ -64,7 +64,7 @@ class RunState:
     pending: tuple[int, ...] = ()
     finished: bool = False
     statuses: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
-    """Per kept batch, its records by canonical status."""
+    """Per kept batch, its records as counted (`RecordStatus.counted`)."""
     writes: int = 0
     """How many writes kept batches of the run: with more than one, `finish` looks for identifiers
     that several batches hold (see `SyncLog.finish`)."""
@@ -181,7 +181,8 @@ class RunStore:
         return read_frame(spark, manifest, canonical_schema())
 
     def statuses(self, run: Run) -> dict[str, int]:
-        """The records of `run`'s kept batches by canonical status (a batch written again counts once)."""
+        """Records of `run`'s kept batches as counted (`RecordStatus.counted`); a batch written
+        again counts once."""
         state = self.state(run)
         total: Counter[str] = Counter()
         for counts in state.statuses.values() if state else ():
@@ -315,7 +316,8 @@ class StoreTask:
             rows = batch.filter(chosen)
             key = str(number)
             self.files.write(key, rows)
-            self.counts.setdefault(key, Counter()).update(rows.column("status").to_pylist())
+            outcomes = zip(*(rows.column(c).to_pylist() for c in ("status", "invalid_reason")), strict=True)
+            self.counts.setdefault(key, Counter()).update(RecordStatus.counted(*o).value for o in outcomes)
             if payload_types is not None:
                 pairs = pc.unique(pc.list_flatten(payload_types.filter(chosen))).to_pylist()
                 self.types.setdefault(key, set()).update(pairs)

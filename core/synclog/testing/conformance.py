@@ -34,7 +34,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from synclog import tracking
-from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
 from synclog.config import Config, SyncSettings, TableSettings, TargetConfig
 from synclog.errors import InputError
 from synclog.layouts.census import SYNC_LOG
@@ -266,9 +265,14 @@ class TargetConformance:
         assert self.count(target) == 40
         assert self.count(target, "invalid_reason = 'NULL'") == 1
         assert self.count(target, "invalid_reason = 'DUPLICATE'") == 2
-        # Every 5th record is rejected (8), but record 9 is a duplicate: flagged as invalid instead.
-        assert self.count(target, f"status = 'rejected' AND status_message = '{REJECTION}'") == 7
+        # Every 5th record is rejected (8); record 9 is one of them and a duplicate too: the flag
+        # sits beside the destination's outcome, never in its place.
+        assert self.count(target, f"status = 'rejected' AND status_message = '{REJECTION}'") == 8
+        assert self.count(target, "status = 'rejected' AND invalid_reason = 'DUPLICATE'") == 1
         assert self.count(target, "status NOT IN ('succeeded', 'rejected')") == 0
+        # The error code is read from the message: the part before its first colon.
+        assert self.count(target, "error_code = 'INVALID_EMAIL_ADDRESS'") == 8
+        assert self.count(target, "error_code IS NOT NULL") == 8
 
     def test_replayed_run_and_batch_leave_one_copy(self, target: Target, spark: SparkSession) -> None:
         run = make_run()
@@ -504,8 +508,8 @@ class TargetConformance:
         ]
         self.write_people(log, second, then)
         assert self.changelog(target, first) == Counter(
-            [(p, "added", "succeeded", None) for p in "abde"]
-            + [("c", "added", "failed", REJECTION), (None, "added", "failed", NULL_MESSAGE)]
+            [(p, "added", "succeeded", None) for p in ("a", "b", "d", "e", None)]
+            + [("c", "added", "failed", REJECTION)]
         )
         assert self.changelog(target, second) == Counter(
             [
@@ -513,24 +517,34 @@ class TargetConformance:
                 ("c", "changed", "succeeded", None),
                 ("d", "removed", "succeeded", None),
                 ("f", "added", "failed", REJECTION),
-                ("g", "added", "failed", DUPLICATE_MESSAGE),
-                ("g", "added", "failed", DUPLICATE_MESSAGE),
+                ("g", "added", "succeeded", None),  # sent twice: flagged DUPLICATE beside its status
+                ("g", "added", "succeeded", None),
                 ("h", "added", "failed", REJECTION),
             ]
         )
+        flagged = self.rows(target, CHANGELOG, "invalid_reason IS NOT NULL")
+        assert sorted((r["row_id"] or "", r["invalid_reason"]) for r in flagged) == [
+            ("", "NULL"),
+            ("g", "DUPLICATE"),
+            ("g", "DUPLICATE"),
+        ]
+        coded = self.rows(target, CHANGELOG, "error_code IS NOT NULL")
+        assert {(r["row_id"], r["error_code"]) for r in coded} == {
+            (p, "INVALID_EMAIL_ADDRESS") for p in "cfh"
+        }
         assert self.snapshot(target, 77) == {
             ("a", "unchanged", "succeeded", None, 702),
             ("b", "changed", "succeeded", None, 702),
             ("c", "unchanged", "succeeded", None, 702),
             ("e", "unchanged", "succeeded", None, 701),
             ("f", "added", "failed", REJECTION, 702),
-            ("g", "added", "failed", DUPLICATE_MESSAGE, 702),
+            ("g", "added", "succeeded", None, 702),
             ("h", "added", "failed", REJECTION, 702),
         }
         self.assert_runs_agree_with_changelog(target)
 
         errors = target.query(self.seed(SEED_002_ERRORS)).to_pylist()
-        assert [tuple(r.values()) for r in errors] == [(REJECTION, 2), (DUPLICATE_MESSAGE, 1)]
+        assert [tuple(r.values()) for r in errors] == [(REJECTION, 2)]
         moves = self.rows_sql(target, self.seed(SEED_002_ENTER_EXIT))
         assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
             *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
@@ -539,7 +553,7 @@ class TargetConformance:
         qualify = target.capabilities.qualify if self.qualify is None else self.qualify
         if qualify:  # seed 002's third query uses QUALIFY, which not every warehouse has
             current = self.rows_sql(target, self.seed(SEED_002_CURRENT))
-            assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abce"]
+            assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abceg"]
 
         before = self.contents(target)
         self.write_people(log, second, then)
@@ -562,7 +576,7 @@ class TargetConformance:
             [
                 ("a", "changed", "succeeded", None),
                 ("b", "changed", "aborted", None),
-                ("c", "removed", "aborted", None),  # left the model; the failed run never removed it
+                ("c", "removed", None, None),  # left the model; the destination was asked nothing
             ]
         )
         assert self.snapshot(target, 78) == {
@@ -571,12 +585,12 @@ class TargetConformance:
         }
         (failed,) = self.rows(target, RUNS, "sync_run_id = 802")
         assert (failed["status"], failed["error"]) == ("failed", "Destination quota exhausted")
-        assert (failed["num_planned_remove"], failed["num_attempted_remove"]) == (1, 0)
+        assert (failed["num_planned_remove"], failed["num_attempted_remove"]) == (0, 0)
         assert (failed["num_planned_change"], failed["num_attempted_change"]) == (2, 1)
 
         self.write_people(log, runs[2], [("a", "upsert", "succeeded", 2)])
         # a is sent again exactly as in run 802, and succeeds again: no operation to log.
-        assert self.changelog(target, runs[2]) == Counter([("b", "removed", "succeeded", None)])
+        assert self.changelog(target, runs[2]) == Counter([("b", "removed", None, None)])
         assert self.snapshot(target, 78) == {("a", "unchanged", "succeeded", None, 803)}
         self.assert_runs_agree_with_changelog(target)
 
@@ -628,7 +642,7 @@ class TargetConformance:
         emptied = make_run(sync_id=80, sync_run_id=1002, full_model=True, started_at=now)
         log.finish(emptied)  # a run without records: only its end is logged
         assert self.changelog(target, emptied) == Counter(
-            [("a", "removed", "succeeded", None), ("b", "removed", "succeeded", None)]
+            [("a", "removed", None, None), ("b", "removed", None, None)]  # left; nothing was sent
         )
         assert self.snapshot(target, 80) == set(), "an empty model empties the sync's snapshot"
         assert self.snapshot(target, 81) == set(), "sync 81 switched its snapshot off"
@@ -722,8 +736,11 @@ class TargetConformance:
             older = find_runs(target, RunQuery(1234, limit=1, offset=1), name).to_pylist()
             assert [r["sync_run_id"] for r in older] == [5678]
             counts = {k: older[0][k] for k in ("status", "records", "succeeded", "failed", "rejected")}
-            assert counts == {"status": "failed", "records": 40, "succeeded": 28, "failed": 10, "rejected": 7}
+            # The run failed after some records reached the destination: partial, in every layout.
+            want = {"status": "partial", "records": 40, "succeeded": 28, "failed": 10, "rejected": 7}
+            assert counts == want, name
             assert (older[0]["invalid"], older[0]["aborted"]) == (3, 2), name
+            assert older[0]["top_error_code"] == "INVALID_EMAIL_ADDRESS", name
             assert older[0]["started_at"] == first.started_at, name
             assert find_runs(target, RunQuery(99), name).num_rows == 0
 

@@ -12,7 +12,8 @@ from pyspark.sql import DataFrame, SparkSession
 from synclog.model import Behaviour, Connection, DestinationObject, Run, SourceObject
 from synclog.records import INPUT_SCHEMA
 
-RECORD_COLUMNS = [f.name for f in INPUT_SCHEMA.fields if f.name not in ("split_group", "fields")]
+_OPTIONAL = ("split_group", "fields", "error_code")
+RECORD_COLUMNS = [f.name for f in INPUT_SCHEMA.fields if f.name not in _OPTIONAL]
 RECORD_DDL = (
     "record_identifier string, operation string, status string, status_message string, "
     "record_payload string, batch_number int, batch_started_at timestamp, "

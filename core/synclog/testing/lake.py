@@ -21,8 +21,8 @@ from synclog.testing.privacy import files_text
 
 RECORDS_GLOB = "sync_tracking_datasets/*/*/*/*.parquet"
 CENSUS_VIEW = r"""
-SELECT identifier AS record_identifier, operation, status_message,
-       CASE WHEN status IN ('NULL', 'DUPLICATE') THEN 'rejected' ELSE status END AS status,
+SELECT identifier AS record_identifier, operation, status_message, error_code,
+       destination_status AS status,
        CASE WHEN status IN ('NULL', 'DUPLICATE') THEN status END AS invalid_reason,
        CAST(regexp_extract(filename, '/(\d+)/(\d+)/\w+\.(\d+)\.parquet$', 1) AS BIGINT) AS sync_id,
        CAST(regexp_extract(filename, '/(\d+)/(\d+)/\w+\.(\d+)\.parquet$', 2) AS BIGINT) AS sync_run_id,
@@ -30,7 +30,7 @@ SELECT identifier AS record_identifier, operation, status_message,
 FROM read_parquet(?, filename = true, union_by_name = true)
 """
 """The lake's records with the census `sync_log` columns the suite counts by: run and batch come
-from each file's path, and the identifier checks' statuses are census rejections."""
+from each file's path; the status is the destination's, the identifier checks' flag beside it."""
 
 
 def create_bucket(name: str) -> None:

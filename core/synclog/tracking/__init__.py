@@ -47,7 +47,7 @@ def find_records(target: Target, query: RecordQuery, layout: str | None = None) 
 
 def find_runs(target: Target, query: RunQuery, layout: str | None = None) -> pa.Table:
     """The sync's runs (`RUNS` columns), newest first."""
-    return tracking(target, layout).runs(query)
+    return tracking(target, layout).runs_with_errors(query)
 
 
 def find_syncs(target: Target, layout: str | None = None, limit: int = 1000) -> pa.Table:

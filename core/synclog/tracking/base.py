@@ -27,6 +27,7 @@ RECORDS = pa.schema(
         ("status", pa.string()),
         ("layout_status", pa.string()),
         ("status_message", pa.string()),
+        ("error_code", pa.string()),
         ("batch_started_at", _TIME),
         ("batch_completed_at", _TIME),
         ("record_payload", pa.string()),
@@ -34,7 +35,7 @@ RECORDS = pa.schema(
 )
 """The columns of `find_records`: `status` in the tracking vocabulary, `layout_status` as stored."""
 
-RUNS = pa.schema(
+RUN_COUNTS = pa.schema(
     [
         ("sync_id", pa.int64()),
         ("sync_run_id", pa.int64()),
@@ -49,7 +50,11 @@ RUNS = pa.schema(
         ("aborted", pa.int64()),
     ]
 )
-"""The columns of `find_runs`: one row per run, newest first, records counted by status."""
+"""What a layout's `runs` answers: one row per run, newest first, records counted by status."""
+
+RUNS = RUN_COUNTS.append(pa.field("top_error_code", pa.string()))
+"""The columns of `find_runs`: one row per run, newest first, records counted by status, and
+the most common error code of its rejected records (`synclog.error_codes`)."""
 
 SYNCS = pa.schema(
     [
@@ -129,7 +134,26 @@ class LayoutTracking(ABC):
 
     @abstractmethod
     def runs(self, query: RunQuery) -> pa.Table:
-        """The sync's runs, newest first."""
+        """The sync's runs, newest first (`RUN_COUNTS`)."""
+
+    def runs_with_errors(self, query: RunQuery) -> pa.Table:
+        """`runs`, each with the most common error code of its rejected records (ties: the
+        first in order); one query more, grouped by run and code, for the page's runs only."""
+        runs = self.runs(query)
+        numbers = [n for n in runs.column("sync_run_id").to_pylist() if n is not None]
+        source = self.source(query.sync_id) if numbers else None
+        top: dict[int, str] = {}
+        if source is not None:
+            sql = (
+                f"SELECT sync_run_id, error_code, COUNT(*) AS n FROM ({source.sql}) t "
+                f"WHERE tracked_status = '{Tracked.REJECTED}' AND error_code IS NOT NULL "
+                f"AND sync_run_id IN ({', '.join([self.p] * len(numbers))}) "
+                "GROUP BY sync_run_id, error_code ORDER BY sync_run_id, n DESC, error_code"
+            )
+            for row in self.target.query(sql, [*source.params, *numbers]).to_pylist():
+                top.setdefault(int(row["sync_run_id"]), row["error_code"])
+        codes = [top.get(n) for n in runs.column("sync_run_id").to_pylist()]
+        return conform(runs.append_column("top_error_code", pa.array(codes, pa.string())), RUNS)
 
     @abstractmethod
     def syncs(self, limit: int = 1000) -> pa.Table:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from synclog.layouts.lake import ABORTED_MESSAGE
 from synclog.targets.lake import LakeTarget
 from synclog.tracking.base import (
-    RUNS,
+    RUN_COUNTS,
     SYNCS,
     LayoutTracking,
     RunQuery,
@@ -32,8 +32,8 @@ from synclog.tracking.base import (
 
 _PATH = r"'/(\d+)/(\d+)/[a-z_]+\.(\d+)\.parquet$'"
 """…/SYNC_ID/SYNC_RUN_ID/<batch type>.<batch number>.parquet"""
-_NUMBERS = tuple(RUNS.names[RUNS.names.index("records") :])
-"""The counts of `RUNS`: records, then records per state."""
+_NUMBERS = tuple(RUN_COUNTS.names[RUN_COUNTS.names.index("records") :])
+"""The counts of `RUN_COUNTS`: records, then records per state."""
 _COUNTED = {
     "sync_id": "BIGINT",
     "sync_run_id": "BIGINT",
@@ -81,7 +81,7 @@ class LakeTracking(LayoutTracking):
         sql = (
             f"SELECT {path[0]} AS sync_id, {path[1]} AS sync_run_id, {path[2]} AS batch_number, "
             f"identifier AS record_identifier, operation, {tracked} AS tracked_status, "
-            "status AS layout_status, status_message, batch_started_at, "
+            "status AS layout_status, status_message, error_code, batch_started_at, "
             "batch_ended_at AS batch_completed_at, record_payload, filename, file_row_number "
             "FROM read_parquet(?, filename = true, file_row_number = true, union_by_name = true)"
         )
@@ -91,7 +91,7 @@ class LakeTracking(LayoutTracking):
         source = self.source(query.sync_id)
         metadata = self._glob(query.sync_id, "*", "metadata.json")
         if source is None and metadata is None:
-            return RUNS.empty_table()
+            return RUN_COUNTS.empty_table()
         params: list[object] = []
         counted = _nothing(_COUNTED)
         if source is not None:
@@ -119,7 +119,7 @@ class LakeTracking(LayoutTracking):
             "FROM m FULL OUTER JOIN c ON m.sync_run_id = c.sync_run_id "
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
-        return conform(self.lake.query(sql, params), RUNS)
+        return conform(self.lake.query(sql, params), RUN_COUNTS)
 
     def syncs(self, limit: int = 1000) -> pa.Table:
         source = self.source(None)

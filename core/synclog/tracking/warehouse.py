@@ -1,30 +1,32 @@
 """Sync Tracking over the census and hightouch layouts of a SQL warehouse.
 
-census (`sync_log`): succeeded as stored; `invalid_reason` NULL or DUPLICATE is invalid; a
-rejection with the "Not attempted" message the layout gives aborted records is aborted; any
-other rejection is rejected. Census keeps no runs: a run's start and end are its first batch's
-start and its last batch's completion, and it failed when it aborted records.
+census (`sync_log`): `invalid_reason` NULL or DUPLICATE is invalid (whatever the destination
+said, which `layout_status` keeps); else succeeded as stored; a rejection with the "Not
+attempted" message the layout gives aborted records is aborted; any other rejection is
+rejected. Census keeps no runs: a run's start and end are its first batch's
+start and its last batch's completion; it failed when it aborted records, partial when some of
+its records succeeded all the same (`RunStatus`).
 
-hightouch (`sync_changelog`, `sync_runs`): succeeded and aborted as stored; a failure whose
-reason is an identifier check's message is invalid, any other failure rejected. `operation`
-holds the changelog's op_type (added, changed, removed) and `record_payload` its `fields`;
-the changelog has no batch numbers or batch completion times. Runs come from `sync_runs`, whose
-counts outlive the changelog's retention; invalid (and so rejected) are counted from the
-changelog rows still kept, NULL once none are.
+hightouch (`sync_changelog`, `sync_runs`): `invalid_reason` set is invalid; else succeeded and
+aborted as stored, failed is rejected; a row that left the model with no destination operation
+(status NULL) has no tracking status. `operation` holds the changelog's op_type (added,
+changed, removed) and `record_payload` its `fields`; the changelog has no batch numbers or batch
+completion times. Runs come from `sync_runs` (a failed run with succeeded records is partial,
+as `RunStatus` says), whose counts outlive the changelog's retention; invalid records (and so
+rejected) are counted from the changelog rows still kept, NULL once none are.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from synclog.checks import DUPLICATE_MESSAGE, NULL_MESSAGE
 from synclog.layouts.census import ABORTED_MESSAGE, SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG
 from synclog.layouts.hightouch import RUNS as SYNC_RUNS
 from synclog.targets.sql import SqlTarget
 from synclog.targets.tables import ColumnType
 from synclog.tracking.base import (
-    RUNS,
+    RUN_COUNTS,
     SYNCS,
     LayoutTracking,
     RunQuery,
@@ -57,8 +59,8 @@ class CensusTracking(LayoutTracking):
         )
         sql = (
             "SELECT sync_id, sync_run_id, batch_number, record_identifier, operation, "
-            f"{tracked} AS tracked_status, status AS layout_status, status_message, batch_started_at, "
-            f"batch_completed_at, {payload} AS record_payload, log_id "
+            f"{tracked} AS tracked_status, status AS layout_status, status_message, error_code, "
+            f"batch_started_at, batch_completed_at, {payload} AS record_payload, log_id "
             f"FROM {view} WHERE sync_id = {self.p}"
         )
         return Source(sql, [sync_id], ("log_id",))
@@ -68,12 +70,12 @@ class CensusTracking(LayoutTracking):
         sql = (
             "SELECT sync_id, sync_run_id, MIN(batch_started_at) AS started_at, "
             "MAX(batch_completed_at) AS finished_at, "
-            f"CASE WHEN SUM(CASE WHEN tracked_status = '{Tracked.ABORTED}' THEN 1 ELSE 0 END) > 0 "
-            "THEN 'failed' ELSE 'succeeded' END AS status, "
+            f"CASE WHEN {_number_of(Tracked.ABORTED)} = 0 THEN 'succeeded' "
+            f"WHEN {_number_of(Tracked.SUCCEEDED)} > 0 THEN 'partial' ELSE 'failed' END AS status, "
             f"COUNT(*) AS records, {counts()} FROM ({source.sql}) t GROUP BY sync_id, sync_run_id "
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
-        return conform(self.target.query(sql, source.params), RUNS)
+        return conform(self.target.query(sql, source.params), RUN_COUNTS)
 
     def syncs(self, limit: int = 1000) -> pa.Table:
         view = self.sql_target.relation(SYNC_LOG, SYNC_LOG.view).render()
@@ -82,6 +84,11 @@ class CensusTracking(LayoutTracking):
             f"FROM {view} GROUP BY sync_id, sync_run_id"
         )
         return conform(self.target.query(syncs_sql(runs, limit)), SYNCS)
+
+
+def _number_of(state: Tracked) -> str:
+    """How many of a group's records are in `state`."""
+    return f"SUM(CASE WHEN tracked_status = '{state}' THEN 1 ELSE 0 END)"
 
 
 class HightouchTracking(LayoutTracking):
@@ -94,18 +101,18 @@ class HightouchTracking(LayoutTracking):
 
     def source(self, sync_id: int, sync_run_id: int | None = None) -> Source:
         t = self.sql_target
-        checks = f"{literal(NULL_MESSAGE)}, {literal(DUPLICATE_MESSAGE)}"
         tracked = (
-            f"CASE WHEN status = 'succeeded' THEN '{Tracked.SUCCEEDED}' "
+            f"CASE WHEN invalid_reason IS NOT NULL THEN '{Tracked.INVALID}' "
+            f"WHEN status = 'succeeded' THEN '{Tracked.SUCCEEDED}' "
             f"WHEN status = 'aborted' THEN '{Tracked.ABORTED}' "
-            f"WHEN failure_reason IN ({checks}) THEN '{Tracked.INVALID}' ELSE '{Tracked.REJECTED}' END"
+            f"WHEN status = 'failed' THEN '{Tracked.REJECTED}' END"
         )
         string = t.type_name(ColumnType.STRING)
         fields = t.json_text_sql("fields") if t.capabilities.fields_column else f"CAST(NULL AS {string})"
         sql = (
             f"SELECT sync_id, sync_run_id, CAST(NULL AS {t.type_name(ColumnType.BIGINT)}) AS batch_number, "
             f"row_id AS record_identifier, op_type AS operation, {tracked} AS tracked_status, "
-            "status AS layout_status, failure_reason AS status_message, batch_started_at, "
+            "status AS layout_status, failure_reason AS status_message, error_code, batch_started_at, "
             f"CAST(NULL AS {t.type_name(ColumnType.TIMESTAMP)}) AS batch_completed_at, "
             f"{fields} AS record_payload "
             f"FROM {t.relation(CHANGELOG).render()} WHERE sync_id = {self.p}"
@@ -118,18 +125,30 @@ class HightouchTracking(LayoutTracking):
         def total(stage: str) -> str:
             return "(" + " + ".join(f"r.num_{stage}_{op}" for op in ("add", "change", "remove")) + ")"
 
+        def invalid(status: str) -> str:
+            return f"COALESCE(c.invalid_{status}, 0)"
+
+        flagged = ", ".join(
+            f"SUM(CASE WHEN tracked_status = '{Tracked.INVALID}' AND layout_status = '{status}' "
+            f"THEN 1 ELSE 0 END) AS invalid_{status}"
+            for status in ("succeeded", "failed", "aborted")
+        )
+        partial = f"r.status = 'failed' AND {total('succeeded')} > 0"
         sql = (
-            "SELECT r.sync_id, r.sync_run_id, r.started_at, r.finished_at, r.status, "
-            f"{total('planned')} AS records, {total('succeeded')} AS succeeded, {total('failed')} AS failed, "
-            f"{total('failed')} - c.invalid AS rejected, c.invalid AS invalid, "
-            f"{total('planned')} - {total('attempted')} AS aborted "
+            "SELECT r.sync_id, r.sync_run_id, r.started_at, r.finished_at, "
+            f"CASE WHEN {partial} THEN 'partial' ELSE r.status END AS status, "
+            f"{total('planned')} AS records, {total('succeeded')} - {invalid('succeeded')} AS succeeded, "
+            f"{total('failed')} + {invalid('succeeded')} + {invalid('aborted')} AS failed, "
+            f"{total('failed')} - c.invalid_failed AS rejected, c.invalid AS invalid, "
+            f"{total('planned')} - {total('attempted')} - {invalid('aborted')} AS aborted "
             f"FROM {self.sql_target.relation(SYNC_RUNS).render()} r LEFT JOIN ("
             f"SELECT sync_run_id, SUM(CASE WHEN tracked_status = '{Tracked.INVALID}' THEN 1 ELSE 0 END) "
-            f"AS invalid FROM ({source.sql}) t GROUP BY sync_run_id) c ON c.sync_run_id = r.sync_run_id "
+            f"AS invalid, {flagged} FROM ({source.sql}) t GROUP BY sync_run_id) c "
+            "ON c.sync_run_id = r.sync_run_id "
             f"WHERE r.sync_id = {self.p} "
             f"ORDER BY r.started_at DESC, r.sync_run_id DESC{page(query.limit, query.offset)}"
         )
-        return conform(self.target.query(sql, [*source.params, query.sync_id]), RUNS)
+        return conform(self.target.query(sql, [*source.params, query.sync_id]), RUN_COUNTS)
 
     def syncs(self, limit: int = 1000) -> pa.Table:
         planned = " + ".join(f"num_planned_{op}" for op in ("add", "change", "remove"))

@@ -3,12 +3,12 @@ with records as (
     {{ synclog.synclog_union_layouts(
         {'census': 'stg_synclog__census_records', 'hightouch': 'stg_synclog__hightouch_records'},
         ['layout', 'sync_id', 'sync_run_id', 'record_identifier', 'operation', 'status', 'layout_status',
-         'status_message', 'invalid_reason', 'membership', 'batch_started_at', 'synced_at', 'payload']
+         'status_message', 'invalid_reason', 'error_code', 'membership', 'batch_started_at', 'synced_at',
+         'payload']
     ) }}
 )
 
 select
     records.*,
-    case when status = 'rejected' then {{ synclog.synclog_error_code('status_message') }} end as error_code,
     status in ('succeeded', 'rejected') as attempted
 from records

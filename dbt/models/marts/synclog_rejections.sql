@@ -1,6 +1,6 @@
 {#- Why did the destination reject records, and what is the most common reason? Per layout, sync,
-    day (UTC, of the batch's start) and reason: the destination's error code (the message's part
-    before the first ':', var synclog_error_code_delimiter) with the full message kept. Only the
+    day (UTC, of the batch's start) and reason: the destination's error code (as synclog stored it;
+    for older rows the message's part before the first ':') with the full message kept. Only the
     destination's rejections: records failing synclog's identifier checks and records a dying run
     never attempted are not here (see synclog_run_health). -#}
 with rejected as (

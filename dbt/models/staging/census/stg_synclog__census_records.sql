@@ -1,7 +1,8 @@
 {{ config(enabled=synclog.synclog_has_layout('census')) }}
 {#- census.sync_log in the package's shape: one row per record of each batch, the status in
     synclog's tracking vocabulary (succeeded, rejected, invalid, aborted), as `synclog records`
-    maps it. membership: a succeeded delete takes the record out of the sync's audience, any
+    maps it; layout_status keeps the destination's outcome, also of an invalid record. error_code:
+    the one synclog stored, else the message's part before the delimiter. membership: a succeeded delete takes the record out of the sync's audience, any
     other succeeded operation puts it in (seed 000's segment query); other rows say nothing. -#}
 select
     'census' as layout,
@@ -18,6 +19,8 @@ select
     status as layout_status,
     status_message,
     invalid_reason,
+    coalesce(error_code, case when status = 'rejected' then {{ synclog.synclog_error_code('status_message') }} end)
+        as error_code,
     case
         when status = 'succeeded' and operation = 'delete' then 'out'
         when status = 'succeeded' then 'in'
