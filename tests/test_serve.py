@@ -2,7 +2,7 @@
 
 The browser is Debian's `chromium` driven through its `chromium-driver` (`scripts/system-deps.sh`
 installs both); without them the browser tests skip with the reason. Screenshots of each page go
-to a temporary folder, or to `$SYNCLOG_SCREENSHOTS` (the README's come from
+to a temporary folder, or to `$SYNCLOG_SCREENSHOTS` (the docs site's come from
 `SYNCLOG_SCREENSHOTS=docs/screenshots`).
 """
 
