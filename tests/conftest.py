@@ -14,7 +14,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`$SYNCLOG_SCREENSHOTS` (docs/screenshots for the README and the site), else a temporary folder."""
+    """`$SYNCLOG_SCREENSHOTS` (docs/screenshots: the docs site's), else a temporary folder."""
     folder = Path(os.environ.get("SYNCLOG_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder

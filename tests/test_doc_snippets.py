@@ -75,7 +75,7 @@ def snippets(document: str, language: str) -> list[str]:
 
 def pages() -> list[str]:
     site = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
-    return [p for p in site if p not in INCLUDED_ONLY]
+    return ["README.md", *(p for p in site if p not in INCLUDED_ONLY)]
 
 
 def run_all(document: str, namespace: dict[str, Any]) -> dict[str, Any]:
