@@ -11,7 +11,7 @@ EXAMPLES := $(wildcard examples/*)
 DIST ?= dist
 BUILD_PYTHON ?= $(BIN)/python
 
-.PHONY: demo test lint bench faults install dbt-install clean dist
+.PHONY: demo test lint bench faults install dbt-install clean dist docs
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,7 +36,12 @@ test: $(STAMP) $(DBT_STAMP)  ## set up what the suite needs (Java, PostgreSQL, d
 	./scripts/system-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -m "not dbt_all"
+
+docs: $(STAMP)  ## write the generated reference pages, then serve the docs site on http://127.0.0.1:8001/
+	$(BIN)/python -m synclog.docs_gen
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
 
 bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt, small runs cold and warm (bench/RESULTS.md); hightouch diff of a 1M-row model
 	./scripts/system-deps.sh
@@ -58,4 +63,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) $(DBT_VENV) .cache .synclog synclog-demo.duckdb $(DIST)
+	rm -rf $(VENV) $(DBT_VENV) .cache .synclog synclog-demo.duckdb $(DIST) build/site

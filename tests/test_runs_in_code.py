@@ -41,7 +41,7 @@ def test_command_line_ids_take_a_name_or_a_number() -> None:
 
 
 def engine_run() -> Run:
-    """What a Python engine that names things by strings builds, as the README shows it."""
+    """What a Python engine that names things by strings builds, as docs/engines/index.md shows it."""
     return Run(
         org_id=stable_id("acme"),
         workspace_id=stable_id("acme/prod"),

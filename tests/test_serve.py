@@ -2,7 +2,7 @@
 
 The browser is Debian's `chromium` driven through its `chromium-driver` (`scripts/system-deps.sh`
 installs both); without them the browser tests skip with the reason. Screenshots of each page go
-to a temporary folder, or to `$SYNCLOG_SCREENSHOTS` (the README's come from
+to a temporary folder, or to `$SYNCLOG_SCREENSHOTS` (the docs site's come from
 `SYNCLOG_SCREENSHOTS=docs/screenshots`).
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -102,41 +101,6 @@ def server(demo_db: Path) -> Iterator[Server]:
     served = start_serve("--target", f"duckdb:///{demo_db}")
     yield served
     served.stop()
-
-
-@pytest.fixture(scope="module")
-def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = Path(os.environ.get("SYNCLOG_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Headless Chromium (Debian's), downloading into a folder of its own."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_path = shutil.which("chromedriver")
-    if chromium is None or driver_path is None:
-        pytest.skip("needs Debian's chromium and chromium-driver (scripts/system-deps.sh installs them)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (the dev extra)")
-    from selenium.webdriver.chrome.service import Service
-
-    downloads = tmp_path_factory.mktemp("downloads")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    options.add_argument("--window-size=1280,900")
-    options.add_experimental_option(
-        "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
-    )
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
-    driver.downloads = downloads
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def by_css(driver: Any, selector: str) -> list[Any]:

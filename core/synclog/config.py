@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from synclog import config_keys as keys
 from synclog.error_codes import DEFAULT_PATTERN, checked_pattern
 from synclog.errors import ConfigError
 from synclog.notices.delivery import Endpoint, NoticeSettings
@@ -127,7 +128,7 @@ class Config:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "config") -> Config:
         """Build a config from parsed TOML, naming the first unknown or malformed key."""
-        _only(data, {"targets", "defaults", "syncs", "storage", "keep_on_target_failure", "notices"}, source)
+        _only(data, keys.names(""), source)
         defaults = _sync_settings(data.get("defaults", {}), SyncSettings(), f"{source}: defaults")
         syncs: dict[int, SyncSettings] = {}
         for key, value in dict(data.get("syncs", {})).items():
@@ -185,14 +186,13 @@ def _days(value: Any, where: str) -> int:
 
 
 def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
-    known = {"layouts", "retention_days", "tables", "alerts", "error_code_pattern", *_POLICY_KEYS}
-    _only(data, known, where)
+    _only(data, keys.names("defaults"), where)
     layouts = data.get("layouts", base.layouts)
     if not isinstance(layouts, list | tuple) or not all(isinstance(x, str) for x in layouts):
         raise ConfigError(f"{where}: layouts must be a list of names, got {layouts!r}")
     tables = dict(base.tables)
     for name, value in dict(data.get("tables", {})).items():
-        _only(value, {"enabled", "retention_days"}, f"{where}.tables.{name}")
+        _only(value, keys.names("tables.NAME"), f"{where}.tables.{name}")
         enabled = value.get("enabled", True)
         if not isinstance(enabled, bool):
             raise ConfigError(f"{where}.tables.{name}: enabled must be true or false")
@@ -202,9 +202,6 @@ def _sync_settings(data: Any, base: SyncSettings, where: str) -> SyncSettings:
     alerts = _alerts(data.get("alerts", {}), base.alerts, f"{where}.alerts")
     pattern = checked_pattern(data.get("error_code_pattern", base.error_code_pattern), where)
     return SyncSettings(tuple(layouts), days, tables, _policy(data, base.policy, where), alerts, pattern)
-
-
-_POLICY_KEYS = ("log_fields", "mask", "mask_key_env", "redact_messages", "mask_identifier")
 
 
 def _policy(data: Mapping[str, Any], base: PayloadPolicy, where: str) -> PayloadPolicy:
@@ -237,7 +234,7 @@ def _storage(data: Any, where: str) -> Location:
     """`storage = "…"`, or a table: `{ url = "…", shared = true, endpoint_url = "…", region = "…" }`."""
     if isinstance(data, str):
         return Location.parse(data, what=where)
-    _only(data, {"url", "shared", "endpoint_url", "region"}, where)
+    _only(data, keys.names("storage"), where)
     if not isinstance(data.get("url"), str):
         raise ConfigError(f"{where}: url is required")
     if not isinstance(data.get("shared", False), bool):
@@ -246,7 +243,7 @@ def _storage(data: Any, where: str) -> Location:
 
 
 def _target(data: Any, where: str) -> TargetConfig:
-    _only(data, {"url", "password_env", "database", "schemas", "options"}, where)
+    _only(data, keys.names("targets.NAME"), where)
     if not isinstance(data.get("url"), str):
         raise ConfigError(f"{where}: url is required")
     settings = TargetSettings(
@@ -266,9 +263,9 @@ def _number(value: Any, where: str, what: str, *, whole: bool = False) -> Any:
 
 def _alerts(data: Any, base: AlertRules, where: str) -> AlertRules:
     """A sync's alert rules: each key replaces the base's (`[defaults]`), `false` turns one off."""
-    keys = {f.name for f in fields(AlertRules)}
-    _only(data, keys, where)
-    values = {name: getattr(base, name) for name in keys}
+    names = {f.name for f in fields(AlertRules)}
+    _only(data, keys.names("alerts"), where)
+    values = {name: getattr(base, name) for name in names}
     for name, value in data.items():
         if value is False and name not in ("failed_run", "volume_runs"):
             values[name] = None
@@ -287,13 +284,13 @@ def _alerts(data: Any, base: AlertRules, where: str) -> AlertRules:
 
 def _notices(data: Any, where: str) -> NoticeSettings:
     """`[notices]`: `webhook`, `slack`, `openlineage`, `timeout_seconds`, `retries`."""
-    _only(data, {"webhook", "slack", "openlineage", "timeout_seconds", "retries"}, where)
+    _only(data, keys.names("notices"), where)
     endpoints = []
     for kind in ("webhook", "slack"):
         if kind not in data:
             continue
         part = data[kind]
-        allowed = {"url", "url_env", "secret_env"} if kind == "webhook" else {"url", "url_env"}
+        allowed = keys.names(f"notices.{kind}")
         _only(part, allowed, f"{where}.{kind}")
         if sum(key in part for key in ("url", "url_env")) != 1:
             raise ConfigError(f"{where}.{kind}: give url or url_env (the variable holding the URL)")
@@ -306,7 +303,7 @@ def _notices(data: Any, where: str) -> NoticeSettings:
         endpoints.append(Endpoint(kind, url, part.get("url_env"), part.get("secret_env")))
     namespace = None
     if "openlineage" in data:
-        _only(data["openlineage"], {"namespace"}, f"{where}.openlineage")
+        _only(data["openlineage"], keys.names("notices.openlineage"), f"{where}.openlineage")
         namespace = data["openlineage"].get("namespace", "synclog")
         if not isinstance(namespace, str) or not namespace:
             raise ConfigError(f"{where}.openlineage: namespace must be a string")
