@@ -82,13 +82,14 @@ def last_synced(logged: Logged) -> dict[Key, tuple[int, str, int | None]]:
 def stays(logged: Logged) -> set[tuple[str, int, str, int, int | None]]:
     """(layout, sync, record, entered run, left run or None) of each stay in an audience.
 
-    census: succeeded operations, delete out and any other in; hightouch: removed out, else in.
+    census: succeeded operations the identifier checks did not flag, delete out and any other in;
+    hightouch: removed out, else in.
     """
     events: dict[Key, list[tuple[datetime, int, bool]]] = defaultdict(list)
     for r in logged.records:
         if r["record_identifier"] is None:
             continue
-        if r["layout"] == "census" and r["layout_status"] == "succeeded":
+        if r["layout"] == "census" and r["layout_status"] == "succeeded" and r["status"] != "invalid":
             events[key(r)].append((synced_at(r), r["sync_run_id"], r["operation"] != "delete"))
         elif r["layout"] == "hightouch":
             events[key(r)].append((synced_at(r), r["sync_run_id"], r["operation"] != "removed"))

@@ -44,7 +44,8 @@ def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
     """Who entered and who left a mirrored segment in one run, by the segment's name.
 
     Entered: sent as an upsert, and new to the sync or deleted by its last run before.
-    Left: deleted from the destination.
+    Left: deleted from the destination. Records the identifier checks flagged say nothing: a
+    run that holds an identifier twice gives its records no order.
     """
     log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
     sources = target.relation(SOURCE_OBJECTS).render()
@@ -53,7 +54,7 @@ def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
         f"WITH ops AS (SELECT record_identifier, sync_run_id, operation, source_object_id, "
         "LAG(operation) OVER (PARTITION BY record_identifier "
         "ORDER BY batch_started_at, sync_run_id) AS previous "
-        f"FROM {log} WHERE sync_id = {p} AND status = 'succeeded') "
+        f"FROM {log} WHERE sync_id = {p} AND status = 'succeeded' AND invalid_reason IS NULL) "
         "SELECT source.name AS segment, "
         "CASE WHEN ops.operation = 'delete' THEN 'left' ELSE 'entered' END AS change, "
         "COUNT(*) AS people, MIN(ops.record_identifier) AS for_example "

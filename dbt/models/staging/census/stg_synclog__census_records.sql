@@ -3,7 +3,8 @@
     synclog's tracking vocabulary (succeeded, rejected, invalid, aborted), as `synclog records`
     maps it; layout_status keeps the destination's outcome, also of an invalid record. error_code:
     the one synclog stored, else the message's part before the delimiter. membership: a succeeded delete takes the record out of the sync's audience, any
-    other succeeded operation puts it in (seed 000's segment query); other rows say nothing. -#}
+    other succeeded operation puts it in (seed 000's segment query); other rows, and records the
+    identifier checks flagged (a run holding an identifier twice gives them no order), say nothing. -#}
 select
     'census' as layout,
     sync_id,
@@ -22,6 +23,7 @@ select
     coalesce(error_code, case when status = 'rejected' then {{ synclog.synclog_error_code('status_message') }} end)
         as error_code,
     case
+        when invalid_reason is not null then null
         when status = 'succeeded' and operation = 'delete' then 'out'
         when status = 'succeeded' then 'in'
     end as membership,
