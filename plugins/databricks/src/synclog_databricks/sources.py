@@ -70,14 +70,10 @@ def copy_sql(stage: api.Relation, folder: str, files: list[str], access: CopyAcc
     )
 
 
-def literal(text: str) -> str:
+def literal(path: str) -> str:
     """A path as a SQL string literal (a quote or backslash in it is refused, not escaped)."""
-    if "'" in text or "\\" in text:
-        raise api.ConfigError(f"path {text!r} has a quote or backslash, which a staging path may not")
-    return f"'{text}'"
+    return "'" + api.plain_text(path, what=f"staging path {path!r}") + "'"
 
 
 def _text(name: str, value: Any) -> str:
-    if not isinstance(value, str) or "'" in value or "\\" in value:
-        raise api.ConfigError(f"databricks: {name} must be text without quotes or backslashes")
-    return value
+    return api.plain_text(value, what=f"databricks: {name}")

@@ -102,14 +102,10 @@ def files_clause(files: Sequence[api.StoredFile]) -> str:
     return "FILES = (" + ", ".join(literal(f.path) for f in files) + ")"
 
 
-def literal(text: str) -> str:
+def literal(path: str) -> str:
     """A path as a Snowflake string literal; a quote or backslash in it is refused, not escaped."""
-    if "'" in text or "\\" in text:
-        raise api.ConfigError(f"path {text!r} has a quote or backslash; choose a `storage` without one")
-    return f"'{text}'"
+    return "'" + api.plain_text(path, what=f"staging path {path!r}") + "'"
 
 
 def _secret(name: str, value: Any) -> str:
-    if not isinstance(value, str) or "'" in value or "\\" in value:
-        raise api.ConfigError(f"snowflake: {name} must be text without quotes or backslashes")
-    return value
+    return api.plain_text(value, what=f"snowflake: {name}")
