@@ -40,6 +40,8 @@ from synclog.writer import SyncLog  # noqa: E402
 
 DRIVER = Counter[str]()
 """Bytes of file contents this process read and wrote through `storage`."""
+BY_FOLDER = Counter[str]()
+"""The same by what they were: `read staging`, `written runs`, … (the path's first folder in storage)."""
 STAGED = Counter[str]()
 """Bytes of the files the loads were handed (their sizes, asked of storage)."""
 
@@ -47,16 +49,18 @@ STAGED = Counter[str]()
 class _CountedFile:
     """A file object whose reads and writes add to DRIVER."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    def __init__(self, inner: Any, folder: str) -> None:
+        self._inner, self._folder = inner, folder
 
     def read(self, *args: Any) -> bytes:
         data = self._inner.read(*args)
         DRIVER["read"] += len(data)
+        BY_FOLDER[f"read {self._folder}"] += len(data)
         return data
 
     def write(self, data: Any) -> int:
         DRIVER["written"] += len(data)
+        BY_FOLDER[f"written {self._folder}"] += len(data)
         return self._inner.write(data)
 
     def __getattr__(self, name: str) -> Any:
@@ -70,16 +74,22 @@ class _CountedFile:
 
 
 class _CountingFiles(ArrowFSWrapper):
+    def __init__(self, fs: pafs.FileSystem, root: str) -> None:
+        super().__init__(fs)
+        self.root = root
+
     def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
-        return _CountedFile(super()._open(path, mode, **kwargs))
+        folder = path.removeprefix(self.root).strip("/").split("/")[0]
+        return _CountedFile(super()._open(path, mode, **kwargs), folder)
 
 
-def count_driver_storage() -> None:
-    """Wrap every filesystem this process builds from a `Location` (executors are unaffected)."""
+def count_driver_storage(storage: Location) -> None:
+    """Wrap every filesystem this process builds from a `Location` (executors are unaffected),
+    and note the size of the files each load is handed."""
     built = Location.filesystem
 
     def counted(location: Location) -> pafs.FileSystem:
-        return pafs.PyFileSystem(pafs.FSSpecHandler(_CountingFiles(built(location))))
+        return pafs.PyFileSystem(pafs.FSSpecHandler(_CountingFiles(built(location), storage.root)))
 
     Location.filesystem = counted  # type: ignore[method-assign]
     for target_type in {type_ for type_ in _subclasses(SqlTarget) if "load_files" in vars(type_)}:
@@ -108,7 +118,7 @@ def main(spec: dict[str, Any]) -> dict[str, Any]:
     storage = Location.parse(spec["storage"], spec.get("storage_options") or {})
     settings = TargetSettings(storage=storage, options=spec.get("options") or {})
     target = registry().open(TargetURL.parse(spec["url"]), settings)  # plugins are imported now
-    count_driver_storage()
+    count_driver_storage(storage)
     records = records_frame(spark, int(spec["records"]))
     started = time.monotonic()
     with SyncLog(target, replace(Config(), storage=storage), spark) as log:
@@ -122,6 +132,7 @@ def main(spec: dict[str, Any]) -> dict[str, Any]:
         "driver_read": DRIVER["read"],
         "driver_written": DRIVER["written"],
         "pending": result.pending,
+        "driver_by_folder": dict(BY_FOLDER),
     }
 
 
