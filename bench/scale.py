@@ -163,23 +163,35 @@ def report(rows: list[dict[str, Any]], records: int) -> str:
         "# Row data through the driver, per target (`make scale`)",
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, "
-        f"load {os.getloadavg()[0]:.1f}. One `write_run` of {records:,} records (≈300-byte payloads) per "
-        "target, by a driver of a Spark standalone cluster whose worker cannot see the driver's disk; "
-        "`storage` on moto's S3 (BigQuery: the GCS emulator). Driver bytes: file contents the driver "
-        "process read or wrote through `storage`, counted by a wrapper of its filesystems "
-        "(`bench/scale_driver.py`). Staged bytes: the files the loads were handed. Produced by "
-        "`python bench/scale.py`.",
+        f"load {os.getloadavg()[0]:.1f}. One `write_run` of {records:,} records (≈300-byte payloads, "
+        "generated on the executors) per target, by a driver of a Spark standalone cluster whose "
+        "worker cannot see the driver's disk; `storage` on moto's S3 (BigQuery: the GCS emulator). "
+        "Produced by `python bench/scale.py --records N`.",
         "",
-        "| target | rows in the log | staged bytes | driver read | driver wrote | seconds |",
-        "|---|---:|---:|---:|---:|---:|",
+        "Staged bytes: the files the loads were handed (the tasks' files and the driver's few "
+        "metadata rows). Driver bytes: file contents the driver process read or wrote through "
+        "`storage`, counted by a wrapper of every filesystem it builds (`bench/scale_driver.py`), "
+        "by folder: `staging/` holds load rows, `runs/` the run store, where the driver reads and "
+        "writes only the run's state (a JSON manifest of files and counts, no rows). The driver "
+        "writes the run's metadata rows (source object, destination, destination object: one row "
+        "each) to `staging/` itself, since it builds them.",
+        "",
+        "| target | rows loaded | staged bytes | driver read staging/ | driver wrote staging/ "
+        "| driver read runs/ | driver wrote runs/ | seconds |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         if "error" in row:
-            lines.append(f"| {row['target']} | failed: {' '.join(row['error'])} | | | | |")
+            lines.append(f"| {row['target']} | failed: {' '.join(row['error'])} | | | | | | |")
             continue
+        folders = row["driver_by_folder"]
+        cells = [
+            folders.get(f"{way} {folder}", 0) for folder in ("staging", "runs") for way in ("read", "written")
+        ]
         lines.append(
-            f"| {row['target']} | {row['rows']:,} | {row['staged_bytes']:,} | {row['driver_read']:,} | "
-            f"{row['driver_written']:,} | {row['seconds']} |"
+            f"| {row['target']} | {row['rows']:,} | {row['staged_bytes']:,} | "
+            + " | ".join(f"{cell:,}" for cell in cells)
+            + f" | {row['seconds']} |"
         )
     return "\n".join(lines) + "\n"
 
