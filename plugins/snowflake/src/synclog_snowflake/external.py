@@ -38,9 +38,7 @@ class StageAccess:
     @classmethod
     def resolve(cls, options: Mapping[str, Any], storage: api.Location) -> StageAccess:
         """The `storage_integration` option, else the key options, else the keys of `storage` (S3)."""
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise api.ConfigError(f"snowflake: unknown option {unknown[0]!r} (known: {', '.join(OPTIONS)})")
+        check_options(options)
         if options.get("storage_integration"):
             name = str(options["storage_integration"])
             return cls(integration=api.check_name(name, what="storage_integration", max_length=255))
@@ -82,6 +80,13 @@ class StageAccess:
             if secret:
                 text = text.replace(secret, "***")
         return text
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Refuse an option of the target's that is not one of OPTIONS, in one line."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise api.ConfigError(f"snowflake: unknown option {unknown[0]!r} (known: {', '.join(OPTIONS)})")
 
 
 def stage_url(storage: api.Location) -> str:

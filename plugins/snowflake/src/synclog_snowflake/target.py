@@ -24,7 +24,14 @@ from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
 from synclog_snowflake.capabilities import CAPABILITIES
 from synclog_snowflake.connection import ConnectionSettings, connection_settings
-from synclog_snowflake.external import COPY_FILES, EXTERNAL_STAGE, StageAccess, create_stage_sql, files_clause
+from synclog_snowflake.external import (
+    COPY_FILES,
+    EXTERNAL_STAGE,
+    StageAccess,
+    check_options,
+    create_stage_sql,
+    files_clause,
+)
 from synclog_snowflake.statements import copy_sql, put_sql
 
 FILE_STAGE = "SYNCLOG_STAGE"
@@ -67,6 +74,7 @@ class SnowflakeTarget(SqlTarget):
     def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
         conn = connection_settings(url, settings)
         super().__init__(url, replace(settings, database=conn.database))
+        check_options(settings.options)
         self.access = None if self.storage.local else StageAccess.resolve(settings.options, self.storage)
         self.connection = _connect(conn)
         self._file_stages: set[Relation] = set()
