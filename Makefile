@@ -11,7 +11,7 @@ EXAMPLES := $(wildcard examples/*)
 DIST ?= dist
 BUILD_PYTHON ?= $(BIN)/python
 
-.PHONY: demo test lint bench faults install dbt-install clean dist docs
+.PHONY: demo test lint bench faults scale install dbt-install clean dist docs
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt, small 
 faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, PostgreSQL and the lake on moto S3 (bench/FAULTS.md)
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
+
+scale: $(STAMP)  ## bytes of row data through the driver: a 1M-record write_run into every target on a standalone cluster, storage on moto S3 (bench/SCALE.md); SCALE_ARGS="--records 2000" for a small run
+	./scripts/system-deps.sh
+	$(BIN)/python bench/scale.py $(SCALE_ARGS)
 
 dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env)
 	rm -rf $(DIST)

@@ -12,8 +12,10 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow.fs as pafs
 import pytest
 from harness.bigquery_server import BigQueryServer, ServerUnavailable, local_bigquery_server
+from harness.gcs_server import gcs_server
 from harness.spark_settings import several_tasks
 from pyspark.sql import SparkSession
 
@@ -22,8 +24,10 @@ from synclog.errors import ConfigError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
 from synclog.plugins.manager import registry
+from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
 from synclog.targets import export
+from synclog.targets.base import TargetSettings
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX
 from synclog.targets.tables import TableSpec
@@ -32,6 +36,7 @@ from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
+from synclog.writer import SyncLog
 
 bigquery = pytest.importorskip("google.cloud.bigquery", reason="google-cloud-bigquery is not installed")
 
@@ -251,3 +256,53 @@ def test_query_parameters_are_typed() -> None:
     ]
     with pytest.raises(TypeError, match="cannot pass a object"):
         query_parameters([object()])
+
+
+class TestGcsStorage:
+    """`storage` on GCS (gcp-storage-emulator): each load is one `load_table_from_uri` over the
+    write's files, which local-bigquery reads from the emulator's disk; the driver reads none."""
+
+    def test_a_write_loads_each_table_with_one_uri_job(
+        self, bigquery_server: BigQueryServer, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        bucket = "synclog-bq"
+        with ExitStack() as stack:
+            try:
+                gcs = stack.enter_context(gcs_server(bigquery_server.gcs_root, bucket=bucket))
+            except ServerUnavailable as exc:
+                pytest.skip(exc.reason)
+            storage = Location.parse(f"gs://{bucket}/{uuid.uuid4().hex}", {"endpoint_url": gcs.endpoint_url})
+            target = registry().open(
+                TargetURL.parse(fresh_url(bigquery_server)), TargetSettings(storage=storage)
+            )
+            stack.enter_context(target)
+            jobs: list[list[str]] = []
+            real_load = target.client.load_table_from_uri
+
+            def recorded(uris: list[str], *args: Any, **kwargs: Any) -> Any:
+                jobs.append(list(uris))
+                return real_load(uris, *args, **kwargs)
+
+            def refused(*args: Any, **kwargs: Any) -> Any:
+                raise AssertionError("the driver read or uploaded staged rows")
+
+            monkeypatch.setattr(target.client, "load_table_from_uri", recorded)
+            monkeypatch.setattr(target.client, "load_table_from_file", refused)
+            for name in ("local_paths", "batches", "dataset"):
+                monkeypatch.setattr(Manifest, name, refused)
+            run = make_run()
+            with several_tasks(spark, 3):
+                result = SyncLog(target, Config(storage=storage), spark).write_run(
+                    run, make_records(spark, record_rows(run))
+                )
+            assert result.loaded["census.sync_log"] == 40
+            log_table = target.relation(SYNC_LOG, SYNC_LOG.view).render()
+            assert target.query(f"SELECT COUNT(*) AS n FROM {log_table}").to_pylist() == [{"n": 40}]
+            left = storage.filesystem().get_file_info(
+                pafs.FileSelector(storage.path("staging"), allow_not_found=True, recursive=True)
+            )
+        assert len(jobs) == 4, jobs  # the log table and the three metadata tables: one job each
+        prefix = f"gs://{storage.root}/staging/"
+        assert all(uri.startswith(prefix) and uri.endswith(".parquet") for job in jobs for uri in job)
+        assert max(len(job) for job in jobs) > 1  # the log table's job names every task's file
+        assert [f.path for f in left if f.type == pafs.FileType.File] == []

@@ -9,26 +9,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pyarrow.fs as pafs
 import pytest
 from pyspark.sql import SparkSession
 
 from synclog.cli.main import main
+from synclog.config import Config
 from synclog.errors import ConfigError, TargetError
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
+from synclog.storage.manifest import Manifest
 from synclog.targets import export
 from synclog.targets.base import Target, TargetSettings
 from synclog.testing.conformance import Outage, TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.urls import TargetURL
+from synclog.writer import SyncLog
 
 pytest.importorskip("synclog_databricks", reason="synclog-databricks is not installed")
 import databricks.sql
@@ -37,8 +44,12 @@ from harness.databricks_sql_server import DatabricksSqlServer, databricks_sql_se
 from harness.errors import ServerUnavailable
 from harness.forwarder import forward
 from harness.processes import free_port
+from harness.s3_server import S3Server
 from harness.spark_catalogs import unity_catalog_confs
 from harness.spark_cluster import spark_connect_server, subprocess_env
+from harness.spark_settings import several_tasks
+
+from synclog_databricks.sources import CopyAccess
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_NAMES = {
@@ -81,6 +92,7 @@ CONNECT_CLIENT = textwrap.dedent(
     from synclog.config import Config
     from synclog.spark import spark_session
     from synclog.storage.location import Location
+from synclog.storage.manifest import Manifest
     from synclog.testing.factories import make_records, make_run, record_rows
     from synclog.writer import SyncLog
 
@@ -137,9 +149,12 @@ def seed(sql: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def dbx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabricksSqlServer]:
+def dbx(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[DatabricksSqlServer]:
+    """The stand-in, its `COPY INTO … FROM 's3://…'` reading moto's S3."""
     try:
-        with databricks_sql_server(["census"], parent_dir=tmp_path_factory.mktemp("dbx")) as server:
+        with databricks_sql_server(
+            ["census"], parent_dir=tmp_path_factory.mktemp("dbx"), environment=s3.environment
+        ) as server:
             yield server
     except ServerUnavailable as exc:
         pytest.skip(exc.reason)
@@ -248,3 +263,67 @@ class TestDatabricksWarehouse(TargetConformance):
         ):
             with pytest.raises(ConfigError, match=message):
                 registry().open(TargetURL.parse(url))
+
+
+class TestWarehouseReadsStorage:
+    """`storage` on S3: COPY INTO reads exactly the write's files from the bucket; no PUT, and
+    the driver never opens a staged file."""
+
+    def test_a_write_copies_from_s3_without_put(
+        self,
+        dbx: DatabricksSqlServer,
+        s3: S3Server,
+        spark: SparkSession,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
+        with contextlib.suppress(Exception):  # made by an earlier test of this session
+            s3.create_bucket("synclog-databricks")
+        storage = Location.parse(f"s3://synclog-databricks/{uuid.uuid4().hex}", s3.storage_options())
+        keys = {"aws_access_key": s3.access_key, "aws_secret_key": s3.secret_key}
+        settings = TargetSettings(storage=storage, options=keys)
+        sent: list[str] = []
+
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("the driver read a staged file")
+
+        for name in ("local_paths", "batches", "dataset"):
+            monkeypatch.setattr(Manifest, name, refused)
+        try:
+            with registry().open(TargetURL.parse(warehouse_url(dbx)), settings) as target:
+                real = target._cursor
+                monkeypatch.setattr(
+                    target, "_cursor", lambda sql, params: sent.append(sql) or real(sql, params)
+                )
+                run = make_run()
+                with several_tasks(spark, 3):
+                    SyncLog(target, Config(storage=storage), spark).write_run(
+                        run, make_records(spark, record_rows(run))
+                    )
+                assert target.query("SELECT * FROM census.census.sync_log").num_rows == 40
+        finally:
+            drop_schemas(dbx)
+        assert not [s for s in sent if s.startswith("PUT")]
+        copies = [s for s in sent if s.startswith("COPY INTO")]
+        assert len(copies) == 4, copies  # the log table and three metadata tables
+        prefix = f"FROM 's3://{storage.root}/staging/"
+        assert all(prefix in c and f"AWS_SECRET_KEY = '{s3.secret_key}'" in c for c in copies)
+        assert max(c.count(".parquet'") for c in copies) == 3  # one file per task, each named
+        left = pafs.S3FileSystem(**s3.pyarrow_kwargs()).get_file_info(
+            pafs.FileSelector(storage.path("staging"), allow_not_found=True, recursive=True)
+        )
+        assert [f.path for f in left if f.type == pafs.FileType.File] == []
+
+    def test_keys_go_in_the_options_never_the_url(
+        self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
+        storage = Location.parse("s3://bucket/logs")
+        access = CopyAccess.from_options({"aws_access_key": "AKIA1", "aws_secret_key": "s3cret"}, storage)
+        assert "s3cret" not in repr(access)
+        assert access.clause() == " WITH (CREDENTIAL (AWS_ACCESS_KEY = 'AKIA1', AWS_SECRET_KEY = 's3cret'))"
+        assert CopyAccess.from_options({}, storage).clause() == ""  # an external location grants the read
+        with pytest.raises(ConfigError, match="need both"):
+            CopyAccess.from_options({"aws_access_key": "AKIA1"}, storage)
+        with pytest.raises(ConfigError, match="not in the URL"):
+            registry().open(TargetURL.parse(warehouse_url(dbx, aws_secret_key="s3cret")))

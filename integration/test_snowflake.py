@@ -16,17 +16,22 @@ A known stand-in gap (FAKESNOW_NOTES.md): over the server a NULL TIMESTAMP reads
 
 from __future__ import annotations
 
+import re
 import socket
+import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from typing import Any
 
+import pyarrow.fs as pafs
 import pytest
 from harness.errors import ServerUnavailable
 from harness.fakesnow_server import FakesnowServer, fakesnow_patched, fakesnow_server
+from harness.s3_server import S3Server
+from harness.spark_settings import several_tasks
 from pyspark.sql import SparkSession
 from snowflake.connector.errors import ProgrammingError
-from snowflake_suite import SnowflakeSuite
+from snowflake_suite import SnowflakeSuite, record_statements
 
 from synclog.config import Config, SyncSettings
 from synclog.demo import report
@@ -34,13 +39,16 @@ from synclog.errors import ConfigError, TargetError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
+from synclog.storage.manifest import Manifest
 from synclog.targets.base import TargetSettings
 from synclog.targets.tables import TableSpec
 from synclog.testing.conformance import SEED_000_BY_SYNC
 from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_snowflake import target as target_module
 from synclog_snowflake.connection import connection_settings
+from synclog_snowflake.external import StageAccess, stage_url
 
 
 def server_url(server: FakesnowServer, database: str = "CENSUS") -> str:
@@ -212,3 +220,93 @@ class TestURL:
         ) as caught:
             registry().open(url)
         assert "topsecret" not in str(caught.value)
+
+
+# -- storage in an object store: COPY from an external stage, no PUT ------------------------------
+
+BUCKET = "synclog-snowflake"
+
+
+@pytest.fixture
+def fakesnow_on_s3(s3: S3Server) -> Iterator[FakesnowServer]:
+    """A fresh fakesnow server whose DuckDB reads `s3://` stage files from moto's S3."""
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(fakesnow_server(s3=s3))
+        except ServerUnavailable as exc:
+            pytest.skip(exc.reason)
+        yield server
+
+
+@pytest.fixture
+def s3_storage(s3: S3Server) -> Location:
+    """A fresh folder of the bucket, reached with moto's keys."""
+    with suppress(Exception):  # made by an earlier test of this session
+        s3.create_bucket(BUCKET)
+    return Location.parse(f"s3://{BUCKET}/{uuid.uuid4().hex}", s3.storage_options())
+
+
+def driver_never_reads_staged_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test where this (the driver's) process reads a staged file's rows."""
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the driver read a staged file")
+
+    for name in ("local_paths", "batches", "dataset"):
+        monkeypatch.setattr(Manifest, name, refused)
+
+
+class TestExternalStage:
+    """`storage` on S3: Snowflake reads the executors' files from an external stage, over FILES = (…)."""
+
+    def test_a_write_loads_from_the_bucket_without_put(
+        self,
+        spark: SparkSession,
+        fakesnow_on_s3: FakesnowServer,
+        s3_storage: Location,
+        s3: S3Server,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        settings = TargetSettings(storage=s3_storage)
+        with registry().open(TargetURL.parse(server_url(fakesnow_on_s3)), settings) as target:
+            sent = record_statements(monkeypatch, target)
+            driver_never_reads_staged_files(monkeypatch)
+            monkeypatch.setattr(target_module, "COPY_FILES", 2)  # several COPYs of one load
+            run = make_run()
+            with several_tasks(spark, 3):
+                SyncLog(target, Config(storage=s3_storage), spark).write_run(
+                    run, make_records(spark, record_rows(run))
+                )
+            assert target.query(SEED_000_BY_SYNC).num_rows == 40
+        assert not [s for s in sent if s.startswith("PUT")]
+        [create] = [s for s in sent if s.startswith("CREATE TEMPORARY STAGE")]
+        assert f"URL = 's3://{s3_storage.root}/'" in create
+        assert f"AWS_SECRET_KEY = '{s3.secret_key}'" in create
+        copies = [s for s in sent if s.startswith("COPY INTO")]
+        named = [name for copy in copies for name in re.findall(r"'(staging/[^']+)'", copy)]
+        assert all("FILES = (" in c and "PURGE" not in c for c in copies)
+        assert len(named) == len(set(named)) >= 6, copies  # three tasks' files of the log table, and more
+        assert max(len(re.findall(r"'staging/", c)) for c in copies) == 2
+        left = pafs.S3FileSystem(**s3.pyarrow_kwargs()).get_file_info(
+            pafs.FileSelector(s3_storage.path("staging"), allow_not_found=True, recursive=True)
+        )
+        assert [f.path for f in left if f.type == pafs.FileType.File] == []
+
+    def test_a_storage_integration_replaces_the_keys(self, s3_storage: Location) -> None:
+        access = StageAccess.resolve({"storage_integration": "synclog_s3"}, s3_storage)
+        assert access.sql() == "STORAGE_INTEGRATION = synclog_s3"
+        gcs = Location.parse("gs://bucket/logs")
+        assert stage_url(gcs) == "gcs://bucket/logs/"
+        with pytest.raises(ConfigError, match="needs a storage integration"):
+            StageAccess.resolve({}, gcs)
+
+    def test_keys_are_never_shown(self, s3_storage: Location, monkeypatch: pytest.MonkeyPatch) -> None:
+        access = StageAccess.resolve({"aws_key_id": "AKIA1", "aws_secret_key": "s3cret"}, s3_storage)
+        assert "s3cret" not in repr(access) and "AKIA1" not in repr(access)
+        assert access.hide("bad credentials AKIA1/s3cret") == "bad credentials ***/***"
+        with pytest.raises(ConfigError, match="unknown option 'aws_secret'"):
+            StageAccess.resolve({"aws_secret": "x"}, s3_storage)
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            monkeypatch.delenv(name, raising=False)
+        with pytest.raises(ConfigError, match=r"needs a storage integration .* or keys"):
+            StageAccess.resolve({}, Location.parse("s3://bucket/logs"))

@@ -21,6 +21,7 @@ from synclog.storage.manifest import Manifest, StoredFile
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
 from synclog.targets.contract import LAYOUT_METHODS, WRITE_METHODS, missing_methods, required_methods
 from synclog.targets.export import rows_batch, write_batches
+from synclog.targets.literals import plain_text
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX, VERSIONS_TABLE, SqlTarget, Statement
 from synclog.targets.staging import FileStageWriter, StageWriter, TaskStage
@@ -68,6 +69,7 @@ __all__ = [
     "hookimpl",
     "missing_methods",
     "outages",
+    "plain_text",
     "required_methods",
     "rows_batch",
     "write_batches",

@@ -4,7 +4,9 @@
 to Spark unchanged; what Databricks has and open-source Spark has not is translated here:
 ``USE CATALOG``, ``CREATE CATALOG`` (a new alias catalog), ``CREATE/DROP VOLUME`` (a folder),
 ``PUT/GET/REMOVE`` on ``/Volumes/…`` (answered with presigned URLs of the HTTP side),
-``COPY INTO … FROM '/Volumes/…'`` (a Spark read of the files and an ``INSERT``),
+``COPY INTO … FROM '/Volumes/…'`` (a Spark read of the files and an ``INSERT``), also from
+``'s3://…' [WITH (CREDENTIAL (…))]`` (the named files fetched from the S3 endpoint in
+``AWS_ENDPOINT_URL`` with the statement's keys, else ``AWS_*``, then read the same way),
 ``USING DELTA`` (Parquet), ``CREATE OR REPLACE TABLE`` (drop, create), ``SHOW CATALOGS`` and
 ``SHOW TABLES IN CATALOG`` (what the connector's metadata calls send), and ``DELETE`` and
 ``MERGE`` with only ``WHEN MATCHED THEN DELETE`` / ``WHEN NOT MATCHED THEN INSERT`` clauses on
@@ -18,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import fnmatch
+import os
 import re
 import shutil
 import threading
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -467,14 +471,17 @@ class Engine:
     def _copy_into(self, session: SparkSession, match: re.Match[str]) -> Result:
         target, source, file_format = match.group("target"), match.group("source"), match.group("format")
         options = _copy_clauses(match.group("rest"))
-        root = self._local(source)
-        files = _copy_files(root, options.get("files"), options.get("pattern"))
+        if source.startswith("s3://"):
+            keys = _credential(match.group("credential"))
+            files, stamps = self._fetched(source, options.get("files"), keys)
+        else:
+            files = _copy_files(self._local(source), options.get("files"), options.get("pattern"))
+            stamps = {f: (str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files}
         try:
             table = session.table(target)
             key = ".".join(_parts(target, session)).lower()
             done = self.loaded.setdefault(key, set())
             force = options.get("copy_options", {}).get("force", "false").lower() == "true"
-            stamps = {f: (str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files}
             todo = [f for f in files if force or stamps[f] not in done]
             inserted = 0
             if todo:
@@ -494,6 +501,9 @@ class Engine:
                 done.update(stamps[f] for f in todo)
         except PySparkException as exc:
             raise StatementError(_message(exc), _error_code(exc), _sql_state(exc)) from None
+        finally:
+            if source.startswith("s3://"):
+                shutil.rmtree(self._fetch_root, ignore_errors=True)
         result = pa.table(
             {
                 "num_affected_rows": pa.array([inserted], pa.int64()),
@@ -503,6 +513,40 @@ class Engine:
         )
         schema = T.StructType([T.StructField(n, T.LongType()) for n in result.column_names])
         return Result(result, _columns(schema))
+
+    @property
+    def _fetch_root(self) -> Path:
+        """Where this thread's COPY from S3 keeps its copies while it reads them (outside the volumes)."""
+        return self.volume_root.parent / "fetched" / str(threading.get_ident())
+
+    def _fetched(
+        self, source: str, files: list[str] | None, keys: dict[str, str]
+    ) -> tuple[list[Path], dict[Path, tuple[str, int, int]]]:
+        """The named files under `s3://…` `source`, copied from S3 into a folder of this server
+        (as a warehouse reads them), each stamped with its URL and size. FILES is required."""
+        if files is None:
+            raise StatementError("[UNSUPPORTED_COPY_INTO] the stand-in reads s3:// with FILES = (…) only")
+        s3 = pafs.S3FileSystem(
+            access_key=keys.get("AWS_ACCESS_KEY", os.environ.get("AWS_ACCESS_KEY_ID")),
+            secret_key=keys.get("AWS_SECRET_KEY", os.environ.get("AWS_SECRET_ACCESS_KEY")),
+            session_token=keys.get("AWS_SESSION_TOKEN"),
+            region=os.environ.get("AWS_REGION", "us-east-1"),
+            endpoint_override=os.environ.get("AWS_ENDPOINT_URL"),
+        )
+        folder = self._fetch_root
+        shutil.rmtree(folder, ignore_errors=True)  # what a COPY that failed to fetch left
+        folder.mkdir(parents=True)
+        fetched, stamps = [], {}
+        for name in files:
+            path = source.removeprefix("s3://").rstrip("/") + "/" + name
+            local = folder / f"{len(fetched):05d}.parquet"
+            try:
+                pafs.copy_files(path, str(local), source_filesystem=s3)
+            except OSError as exc:
+                raise StatementError(f"[PATH_NOT_FOUND] s3://{path}: {exc}", "NOT_FOUND", "42K03") from None
+            fetched.append(local)
+            stamps[local] = (f"s3://{path}", local.stat().st_size, 0)
+        return fetched, stamps
 
     def _align(
         self, session: SparkSession, target: str, schema: T.StructType, df: DataFrame, merge: bool
@@ -541,7 +585,9 @@ _CREATE_VOLUME = re.compile(
 )
 _DROP_VOLUME = re.compile(rf"DROP\s+VOLUME\s+(?P<if_exists>IF\s+EXISTS\s+)?(?P<name>{_NAME3})\s*$", _FLAGS)
 _COPY_INTO = re.compile(
-    rf"COPY\s+INTO\s+(?P<target>{_NAME3})\s+FROM\s+'(?P<source>[^']+)'\s+FILEFORMAT\s*=\s*(?P<format>\w+)(?P<rest>.*)$",
+    rf"COPY\s+INTO\s+(?P<target>{_NAME3})\s+FROM\s+'(?P<source>[^']+)'"
+    r"(?:\s+WITH\s*\(\s*CREDENTIAL\s*\((?P<credential>[^)]*)\)\s*\))?"
+    rf"\s+FILEFORMAT\s*=\s*(?P<format>\w+)(?P<rest>.*)$",
     _FLAGS,
 )
 _SHOW_CATALOGS = re.compile(r"SHOW\s+CATALOGS(?:\s+LIKE\s+'(?P<like>[^']*)')?\s*$", _FLAGS)
@@ -624,6 +670,11 @@ def _copy_clauses(rest: str) -> dict[str, Any]:
                 "NOT_IMPLEMENTED",
             )
     return options
+
+
+def _credential(text: str | None) -> dict[str, str]:
+    """`AWS_ACCESS_KEY = '…', AWS_SECRET_KEY = '…'` of a COPY's CREDENTIAL, by name."""
+    return {k.upper(): v for k, v in re.findall(rf"(\w+)\s*=\s*{_QUOTED}", text or "")}
 
 
 def _copy_files(root: Path, files: list[str] | None, pattern: str | None) -> list[Path]:

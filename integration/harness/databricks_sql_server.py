@@ -33,7 +33,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,11 +130,14 @@ def databricks_sql_server(
     parent_dir: Path | None = None,
     startup_timeout: float = 180.0,
     cache_dir: Path | None = None,
+    environment: Mapping[str, str] | None = None,
 ) -> Iterator[DatabricksSqlServer]:
     """Start the stand-in on a free loopback port with ``catalogs`` resolvable; yield it.
 
     More catalogs can be added while it runs with ``CREATE CATALOG``. ``cache_dir`` is where
     the catalog alias jar is kept (see :func:`spark_catalogs.ensure_catalog_jar`).
+    ``environment`` is added to the server's (e.g. an S3 endpoint's ``AWS_*``, which its
+    ``COPY INTO … FROM 's3://…'`` reads from).
     """
     names = tuple(catalogs)
     require_server()
@@ -142,7 +145,7 @@ def databricks_sql_server(
     base_dir = Path(tempfile.mkdtemp(prefix="synclog-databricks-", dir=parent_dir))
     proc: subprocess.Popen[bytes] | None = None
     try:
-        proc, server = _start(base_dir, names, confs, timeout=startup_timeout)
+        proc, server = _start(base_dir, names, confs, dict(environment or {}), timeout=startup_timeout)
         yield server
     finally:
         try:
@@ -156,11 +159,17 @@ def databricks_sql_server(
 
 
 def _start(
-    base_dir: Path, catalogs: tuple[str, ...], confs: dict[str, str], *, timeout: float
+    base_dir: Path,
+    catalogs: tuple[str, ...],
+    confs: dict[str, str],
+    environment: dict[str, str],
+    *,
+    timeout: float,
 ) -> tuple[subprocess.Popen[bytes], DatabricksSqlServer]:
     """Start the app on a free port (retrying a lost port race) and wait until it answers."""
     log_path = base_dir / "server.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable}
+    env = {**os.environ, **environment, "PYTHONUNBUFFERED": "1", "SPARK_LOCAL_IP": HOST}
+    env["PYSPARK_PYTHON"] = sys.executable
 
     def launch() -> tuple[subprocess.Popen[bytes], DatabricksSqlServer]:
         port = free_port(HOST)

@@ -52,6 +52,7 @@ from typing import Any
 
 from .errors import ServerStartError, ServerUnavailable
 from .processes import free_port, stop_process
+from .s3_server import S3Server
 
 __all__ = [
     "HOST",
@@ -186,13 +187,18 @@ def _accepts(host: str, port: int) -> bool:
 
 @contextmanager
 def fakesnow_server(
-    *, python: str | None = None, port: int | None = None, start_timeout: float = _START_TIMEOUT_S
+    *,
+    python: str | None = None,
+    port: int | None = None,
+    start_timeout: float = _START_TIMEOUT_S,
+    s3: S3Server | None = None,
 ) -> Iterator[FakesnowServer]:
     """Start ``python -m fakesnow -s`` on 127.0.0.1 and yield a :class:`FakesnowServer`.
 
     ``python`` is the interpreter to run it with (default: this one; it needs
-    ``fakesnow[server]``). The server and its temp dir are gone on exit, also
-    when the body raises.
+    ``fakesnow[server]``). With ``s3``, the server's DuckDB reads ``s3://`` stage files
+    from that endpoint (``fakesnow_s3.py``), so external stages work. The server and its
+    temp dir are gone on exit, also when the body raises.
     """
     if python is None:
         python = sys.executable
@@ -201,12 +207,14 @@ def fakesnow_server(
     tmp_dir = base_dir / "tmp"
     tmp_dir.mkdir()
     log_path = base_dir / "server.log"
-    env = {**os.environ, "TMPDIR": str(tmp_dir), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "TMPDIR": str(tmp_dir), "PYTHONUNBUFFERED": "1", **(s3.environment if s3 else {})}
     try:
         port = port or free_port(HOST)
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [python, "-m", "fakesnow", "-s", "--host", HOST, "--port", str(port)],
+                [python, str(Path(__file__).with_name("fakesnow_s3.py")), HOST, str(port)]
+                if s3
+                else [python, "-m", "fakesnow", "-s", "--host", HOST, "--port", str(port)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

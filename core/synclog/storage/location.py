@@ -100,7 +100,7 @@ class Location:
                 endpoint_override=self.endpoint_url,
             )
         if self.scheme == "gs":
-            return pafs.GcsFileSystem(endpoint_override=self.endpoint_url)
+            return _gcs(self.endpoint_url)
         return pafs.LocalFileSystem()
 
     def path(self, relative: str = "") -> str:
@@ -126,3 +126,12 @@ class Location:
 
     def __str__(self) -> str:
         return self.uri()
+
+
+def _gcs(endpoint_url: str | None) -> pafs.GcsFileSystem:
+    """GCS with the default credentials; an `http(s)://host:port` endpoint is a stand-in (an
+    emulator), reached anonymously over the URL's scheme."""
+    if endpoint_url is None or "://" not in endpoint_url:
+        return pafs.GcsFileSystem(endpoint_override=endpoint_url)
+    parts = urlsplit(endpoint_url)
+    return pafs.GcsFileSystem(anonymous=True, scheme=parts.scheme, endpoint_override=parts.netloc)

@@ -1,11 +1,13 @@
 """Fill a staging table in bulk: one load job per load, or one INSERT for a few small rows.
 
 Load jobs count against a project's daily load-job quota, so a load job per staged file would
-spend it on one busy sync. Instead the manifest's files are streamed, a record batch at a
-time, into one local Parquet file, which one `load_table_from_file` job loads. Up to
-INLINE_ROWS rows of at most INLINE_BYTES (run metadata, a `sync_runs` row, a small batch)
-travel as one array-of-structs query parameter of an INSERT instead: the three one-row
-metadata tables of every write take no load job, and no file is uploaded.
+spend it on one busy sync: every load is one job over all its files. With `storage` on GCS
+that job reads the files where the executors wrote them (`load_table_from_uri`, explicit
+URIs, never a wildcard), and no row passes through the driver. With a local `storage` the
+manifest's files are streamed, a record batch at a time, into one local Parquet file, which
+one `load_table_from_file` job loads; there, up to INLINE_ROWS rows of at most INLINE_BYTES
+(run metadata, a `sync_runs` row, a small batch) travel as one array-of-structs query
+parameter of an INSERT instead, and no file is uploaded.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ INLINE_ROWS = 1_000
 """Loads of up to this many rows go inline, as a query parameter, not as a load job…"""
 INLINE_BYTES = 1024 * 1024
 """…when their Arrow data is no larger than this (a query request holds 10 MB at most)."""
+URIS_PER_JOB = 10_000
+"""BigQuery's limit on the source URIs of one load job."""
 
 
 def load_job(
@@ -36,15 +40,36 @@ def load_job(
     with tempfile.TemporaryDirectory(prefix="synclog-bigquery-") as folder:
         merged = Path(folder) / "stage.parquet"
         export.write_batches(str(merged), schema, batches)
-        config = bigquery.LoadJobConfig(
-            source_format=bigquery.SourceFormat.PARQUET,
-            schema=list(fields),
-            write_disposition=bigquery.WriteDisposition.WRITE_APPEND,
-        )
         with merged.open("rb") as handle:
-            job = client.load_table_from_file(handle, stage, job_config=config)
+            job = client.load_table_from_file(handle, stage, job_config=job_config(fields))
         job.result()
     return int(job.output_rows or 0)
+
+
+def uri_load_job(
+    client: bigquery.Client,
+    stage: bigquery.TableReference,
+    fields: Sequence[bigquery.SchemaField],
+    uris: Sequence[str],
+) -> int:
+    """Append the Parquet files at `uris` (gs://…) to `stage` with one load job per URIS_PER_JOB
+    files (one for any write of fewer); return the rows loaded."""
+    loaded = 0
+    for start in range(0, len(uris), URIS_PER_JOB):
+        chunk = list(uris[start : start + URIS_PER_JOB])
+        job = client.load_table_from_uri(chunk, stage, job_config=job_config(fields))
+        job.result()
+        loaded += int(job.output_rows or 0)
+    return loaded
+
+
+def job_config(fields: Sequence[bigquery.SchemaField]) -> bigquery.LoadJobConfig:
+    """Parquet appended to a staging table of `fields`."""
+    return bigquery.LoadJobConfig(
+        source_format=bigquery.SourceFormat.PARQUET,
+        schema=list(fields),
+        write_disposition=bigquery.WriteDisposition.WRITE_APPEND,
+    )
 
 
 def inline_rows(

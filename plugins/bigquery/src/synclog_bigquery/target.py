@@ -31,7 +31,7 @@ from synclog.targets.sql import SqlTarget, Statement
 from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.urls import TargetURL
 from synclog_bigquery.connection import OUTAGES, ConnectionSettings, named_markers, query_parameters
-from synclog_bigquery.loading import INLINE_BYTES, INLINE_ROWS, inline_rows, load_job
+from synclog_bigquery.loading import INLINE_BYTES, INLINE_ROWS, inline_rows, load_job, uri_load_job
 from synclog_bigquery.plugin import CAPABILITIES
 
 CLUSTER_BY = ("sync_id", "sync_run_id")
@@ -235,12 +235,16 @@ class BigQueryTarget(SqlTarget):
             self.client.delete_table(self.table_ref(stage), not_found_ok=True)
 
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
-        """One load job of one local Parquet file that the manifest's files are streamed into.
+        """One load job: of the staged files themselves where `storage` is on GCS, else of one
+        local Parquet file that the manifest's files are streamed into.
 
-        A load of up to INLINE_ROWS small rows is one INSERT from a query parameter instead.
+        A local load of up to INLINE_ROWS small rows is one INSERT from a query parameter instead.
         """
-        schema = self.stage_schema(table)
         fields = self._stage_fields(table)
+        if self.storage.scheme == "gs":
+            with self._errors(f"loading {stage}"):
+                return uri_load_job(self.client, self.table_ref(stage), fields, manifest.uris())
+        schema = self.stage_schema(table)
         batches: Iterable[pa.RecordBatch] = manifest.batches(schema)
         if manifest.rows <= INLINE_ROWS:
             rows = manifest.dataset(schema).to_table()

@@ -27,4 +27,4 @@ PARQUET = replace(DELTA, merge=False, partition_drop=True)
 """Inside a session without Delta: day-partitioned Parquet tables, replaced partition by partition."""
 
 WAREHOUSE = replace(DELTA, staging=Staging.FILES)
-"""Through a SQL warehouse: staged Parquet files PUT into a volume, COPY INTO a stage, one MERGE."""
+"""Through a SQL warehouse: COPY INTO a stage from the staged Parquet files in storage, one MERGE."""

@@ -36,7 +36,7 @@ WAREHOUSE_TYPE = TargetType(
     name="databricks",
     schemes=("databricks",),
     capabilities=WAREHOUSE,
-    summary="Databricks SQL warehouse: PUT into a volume, COPY INTO a stage, MERGE",
+    summary="Databricks SQL warehouse: COPY INTO a stage from storage (PUT into a volume when local), MERGE",
     example_url="databricks://HOST?http_path=/sql/1.0/warehouses/ID",
     opener=_open_warehouse,
 )

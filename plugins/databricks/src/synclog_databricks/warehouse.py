@@ -4,17 +4,18 @@
     databricks://token:TOKEN@HOST?http_path=…&catalog=census      (better: password_env)
 
 For a load, the core stages the rows as Parquet files under `storage` (the executors write
-them). Each file goes up with `PUT … INTO '/Volumes/<catalog>/<schema>/<volume>/…'` through the
-connector (so the driver reads each file once), `COPY INTO` fills a staging table from them,
-the core's MERGE swaps, and the stage and the uploaded files are removed. Only the connector's
-connection and operational errors are outages; an error of the warehouse about our SQL is not.
+them) and `COPY INTO` fills a staging table from exactly those files: straight from `storage`
+where the warehouse reads it (S3, GCS, a volume: `sources.py`), else after a `PUT … INTO
+'/Volumes/<catalog>/<schema>/<volume>/…'` of each through the connector (a local folder: the
+driver reads each file once). The core's MERGE swaps; the stage and the files are removed.
+Only the connector's connection and operational errors are outages; an error of the warehouse
+about our SQL is not.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -31,11 +32,12 @@ from synclog.targets import export
 from synclog.targets.base import TargetSettings
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
+from synclog_databricks import sources
 from synclog_databricks.base import DatabricksTarget
 from synclog_databricks.capabilities import WAREHOUSE
 from synclog_databricks.options import catalog, json_type
 
-OPTIONS = ("http_path", "catalog", "volume", "json", "use_sea", "scheme", "retry_seconds")
+OPTIONS = ("http_path", "catalog", "volume", "json", "use_sea", "scheme", "retry_seconds", *sources.OPTIONS)
 TOKEN_ENV = "DATABRICKS_TOKEN"
 DEFAULT_VOLUME = "synclog_staging"
 RETRY_SECONDS = 120
@@ -64,17 +66,20 @@ class WarehouseTarget(DatabricksTarget):
         scheme = given.get("scheme", "https").lower()
         if scheme not in ("https", "http"):
             raise ConfigError(f"{url}: scheme must be https or http, not {scheme!r}")
+        if set(url.query) & set(sources.OPTIONS):
+            raise ConfigError(f"{url}: give S3 keys in the target's options, not in the URL")
         chosen = catalog(url, settings, given.get("catalog"))
         super().__init__(url, settings, chosen, json_type(url, given))
+        self.access = sources.CopyAccess.from_options(given, self.storage)
         self.volume = check_name(given.get("volume", DEFAULT_VOLUME), what="volume", max_length=255).lower()
-        local = [tempfile.gettempdir(), *([self.storage.root] if self.storage.local else [])]
+        local = [self.storage.root] if self.storage.local else []  # what PUT may read
         kwargs: dict[str, Any] = {
             "server_hostname": url.host if scheme == "https" else f"http://{url.host}",
             "http_path": given["http_path"],
             "access_token": token,
             "catalog": chosen,
             "use_sea": given.get("use_sea", "false").lower() == "true",
-            "staging_allowed_local_path": local,  # what PUT may read: storage, downloaded copies
+            "staging_allowed_local_path": local,
             "enable_telemetry": False,
             "user_agent_entry": "synclog",
         }
@@ -135,32 +140,36 @@ class WarehouseTarget(DatabricksTarget):
         with outages(OUTAGES, str(self.url)):
             self.connection.close()
 
-    # -- loading: PUT into a volume, COPY INTO the stage ---------------------------------------
+    # -- loading: COPY INTO the stage from storage, or from files PUT into a volume ------------
 
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
-        """Upload the staged files into the schema's volume, then COPY INTO the stage from them."""
+        """COPY INTO the stage exactly the manifest's files: where the executors wrote them when
+        the warehouse reads `storage`, else after uploading each into the schema's volume."""
+        if sources.reads_storage(self.storage):
+            folder = posixpath.commonpath([posixpath.dirname(f.path) for f in manifest.files])
+            names = [posixpath.relpath(f.path, folder) for f in manifest.files]
+            return self._copy(stage, self.storage.uri(folder), names, self.access)
         folder = f"{self._volume(stage)}/{stage.name}"
         uploads = self._uploads.setdefault(stage.name, [])
         names = []
-        with manifest.local_paths() as paths:
-            for number, path in enumerate(paths):
-                name = f"part-{number:05d}.parquet"
-                self.execute(f"PUT {_literal(path)} INTO {_literal(f'{folder}/{name}')} OVERWRITE")
-                uploads.append(f"{folder}/{name}")
-                names.append(name)
-        loaded = 0
-        for start in range(0, len(names), COPY_FILES):
-            files = ", ".join(_literal(n) for n in names[start : start + COPY_FILES])
-            loaded += self.execute(
-                f"COPY INTO {stage.render()} FROM {_literal(folder)} FILEFORMAT = PARQUET FILES = ({files})"
-            )
-        return loaded
+        for number, path in enumerate(manifest.paths()):
+            name = f"part-{number:05d}.parquet"
+            self.execute(f"PUT {sources.literal(path)} INTO {sources.literal(f'{folder}/{name}')} OVERWRITE")
+            uploads.append(f"{folder}/{name}")
+            names.append(name)
+        return self._copy(stage, folder, names, sources.CopyAccess())
+
+    def _copy(self, stage: Relation, folder: str, names: list[str], access: sources.CopyAccess) -> int:
+        return sum(
+            self.execute(sources.copy_sql(stage, folder, names[start : start + COPY_FILES], access))
+            for start in range(0, len(names), COPY_FILES)
+        )
 
     def drop_stage(self, stage: Relation) -> None:
         """Drop the stage table and remove the files uploaded for it."""
         super().drop_stage(stage)
         for path in self._uploads.pop(stage.name, ()):
-            self.execute(f"REMOVE {_literal(path)}")
+            self.execute(f"REMOVE {sources.literal(path)}")
 
     def _volume(self, stage: Relation) -> str:
         """`/Volumes/<catalog>/<schema>/<volume>` of the stage's schema, created on first use."""
@@ -171,10 +180,3 @@ class WarehouseTarget(DatabricksTarget):
             self.execute(f"CREATE VOLUME IF NOT EXISTS {volume}")
             self._volumes.add(path)
         return path
-
-
-def _literal(text: str) -> str:
-    """A path as a SQL string literal (a quote or backslash in it is refused, not escaped)."""
-    if "'" in text or "\\" in text:
-        raise ConfigError(f"path {text!r} has a quote or backslash, which a staging path may not")
-    return f"'{text}'"

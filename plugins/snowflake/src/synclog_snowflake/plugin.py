@@ -21,7 +21,7 @@ TARGET_TYPE = TargetType(
     name="snowflake",
     schemes=("snowflake",),
     capabilities=CAPABILITIES,
-    summary="Snowflake; VARIANT payloads, loaded by PUT to a temporary stage and COPY INTO",
+    summary="Snowflake; VARIANT payloads, COPY INTO from an external stage over storage (PUT when local)",
     opener=_open,
     example_url="snowflake://USER@ACCOUNT/CENSUS?warehouse=WH&role=ROLE",
 )

@@ -17,19 +17,30 @@ def put_sql(path: str, stage: Relation, prefix: str) -> str:
 
 
 def copy_sql(
-    into: Relation, table: TableSpec, stage: Relation, prefix: str, types: Mapping[ColumnType, str]
+    into: Relation,
+    table: TableSpec,
+    stage: Relation,
+    types: Mapping[ColumnType, str],
+    *,
+    prefix: str | None = None,
+    files: str | None = None,
 ) -> str:
-    """COPY the Parquet files under `@stage/prefix/` into `into`, typing each column on the way.
+    """COPY Parquet files into `into`, typing each column on the way: every file under
+    `@stage/prefix/` (an internal stage, emptied by PURGE once loaded), or the files that `files`
+    (a `FILES = (…)` clause) names in `@stage` (an external stage over `storage`, whose files
+    synclog removes itself).
 
-    FORCE: the files are new by construction (a fresh prefix per load), and a replay must load
-    again rather than be skipped by the load history. PURGE removes them once loaded.
+    FORCE: the files are new by construction (a fresh prefix or folder per load), and a replay
+    must load again rather than be skipped by the load history.
     """
     columns = ", ".join(into.quoted(into.casefold.apply(c.name)) for c in table.columns)
     picked = ", ".join(_read(c, types) for c in table.columns)
+    source = f"@{stage.render()}" + (f"/{prefix}/" if prefix else "")
     return (
-        f"COPY INTO {into.render()} ({columns}) "
-        f"FROM (SELECT {picked} FROM @{stage.render()}/{prefix}/) "
-        "FILE_FORMAT = (TYPE = PARQUET) ON_ERROR = ABORT_STATEMENT FORCE = TRUE PURGE = TRUE"
+        f"COPY INTO {into.render()} ({columns}) FROM (SELECT {picked} FROM {source}) "
+        + (f"{files} " if files else "")
+        + "FILE_FORMAT = (TYPE = PARQUET) ON_ERROR = ABORT_STATEMENT FORCE = TRUE"
+        + ("" if files else " PURGE = TRUE")
     )
 
 

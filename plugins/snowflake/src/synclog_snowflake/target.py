@@ -1,4 +1,5 @@
-"""The Snowflake target: VARIANT payloads, loaded by PUT to a temporary stage and COPY INTO."""
+"""The Snowflake target: VARIANT payloads, loaded by COPY INTO from an external stage over `storage`
+in an object store, or by PUT to a temporary stage when `storage` is a local folder."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import snowflake.connector
 from snowflake.connector import errors
 
 from synclog.capabilities import Capabilities
-from synclog.errors import TargetError, outages
+from synclog.errors import TargetError, first_line, outages
 from synclog.naming import Relation
-from synclog.storage.manifest import Manifest
+from synclog.storage.manifest import Manifest, StoredFile
 from synclog.targets import export
 from synclog.targets.base import TargetSettings
 from synclog.targets.sql import SqlTarget
@@ -23,6 +24,14 @@ from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
 from synclog_snowflake.capabilities import CAPABILITIES
 from synclog_snowflake.connection import ConnectionSettings, connection_settings
+from synclog_snowflake.external import (
+    COPY_FILES,
+    EXTERNAL_STAGE,
+    StageAccess,
+    check_options,
+    create_stage_sql,
+    files_clause,
+)
 from synclog_snowflake.statements import copy_sql, put_sql
 
 FILE_STAGE = "SYNCLOG_STAGE"
@@ -65,6 +74,8 @@ class SnowflakeTarget(SqlTarget):
     def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
         conn = connection_settings(url, settings)
         super().__init__(url, replace(settings, database=conn.database))
+        check_options(settings.options)
+        self.access = None if self.storage.local else StageAccess.resolve(settings.options, self.storage)
         self.connection = _connect(conn)
         self._file_stages: set[Relation] = set()
         self._database_exists = False
@@ -204,16 +215,26 @@ class SnowflakeTarget(SqlTarget):
         self.execute(f"CREATE TRANSIENT TABLE {stage.render()} ({columns}) DATA_RETENTION_TIME_IN_DAYS = 0")
 
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
-        """PUT each file under a fresh prefix of the session's stage, then COPY them with a transform.
+        """COPY the staged files into `stage`, typing each column on the way; return the rows loaded.
 
-        Files in an object store are downloaded first: PUT uploads from this machine's disk.
+        `storage` in an object store: from an external stage over it, naming exactly the
+        manifest's files, so Snowflake reads them where the executors wrote them. A local
+        `storage`: each file is PUT under a fresh prefix of the session's internal stage first.
         """
+        if self.access is not None:
+            external = self._external_stage(stage)
+            return sum(
+                self._copy(copy_sql(stage, table, external, self.type_names, files=files_clause(chunk)))
+                for chunk in _chunks(manifest.files, COPY_FILES)
+            )
         files = self._file_stage(stage)
         prefix = uuid.uuid4().hex
-        with manifest.local_paths() as paths:
-            for path in paths:
-                self.execute(put_sql(path, files, prefix))
-        names, rows = self._rows(copy_sql(stage, table, files, prefix, self.type_names), ())
+        for path in manifest.paths():
+            self.execute(put_sql(path, files, prefix))
+        return self._copy(copy_sql(stage, table, files, self.type_names, prefix=prefix))
+
+    def _copy(self, sql: str) -> int:
+        names, rows = self._rows(sql, ())
         loaded = [n.lower() for n in names].index("rows_loaded")
         return sum(int(row[loaded]) for row in rows)
 
@@ -221,6 +242,25 @@ class SnowflakeTarget(SqlTarget):
         stage = relation.with_name(FILE_STAGE)
         if stage not in self._file_stages:
             self.execute(f"CREATE TEMPORARY STAGE IF NOT EXISTS {stage.render()}")
+            self._file_stages.add(stage)
+        return stage
+
+    def _external_stage(self, relation: Relation) -> Relation:
+        """The session's external stage over `storage` in the schema of `relation`, created once.
+
+        Its statement holds the access clause: a failure is told without the statement, and
+        with any secret in Snowflake's message hidden.
+        """
+        assert self.access is not None
+        stage = relation.with_name(EXTERNAL_STAGE)
+        if stage not in self._file_stages:
+            try:
+                self.execute(create_stage_sql(stage, self.storage, self.access))
+            except errors.Error as exc:
+                raise TargetError(
+                    f"Snowflake: cannot create the external stage over {self.storage}: "
+                    f"{self.access.hide(first_line(exc))}"
+                ) from None
             self._file_stages.add(stage)
         return stage
 
@@ -234,3 +274,8 @@ def _connect(settings: ConnectionSettings) -> Any:
     # Looked up at call time, so that fakesnow's patch (`fakesnow -m synclog …`) applies.
     with outages((snowflake.connector.Error,), where):
         return snowflake.connector.connect(**settings.connect_kwargs())
+
+
+def _chunks(files: Sequence[StoredFile], size: int) -> Iterator[Sequence[StoredFile]]:
+    for start in range(0, len(files), size):
+        yield files[start : start + size]
