@@ -139,9 +139,13 @@ def _log_id(run: Run, occurrence: Column) -> Column:
 def repeated_batches(identifiers: DataFrame) -> list[int]:
     """The batches holding an identifier that another batch holds too (`identifiers`:
     `record_identifier`, `batch_number` of every kept batch). Only batch numbers reach the driver."""
-    repeated = _repeated(identifiers).select("record_identifier")
-    holding = identifiers.join(repeated.hint("merge"), "record_identifier", "left_semi")
-    return [row["batch_number"] for row in holding.select("batch_number").distinct().collect()]
+    batches = (
+        identifiers.where(F.col("record_identifier").isNotNull())
+        .groupBy("record_identifier")
+        .agg(F.collect_set("batch_number").alias("_batches"))
+    )
+    holding = batches.where(F.size("_batches") > 1).select(F.explode("_batches").alias("batch_number"))
+    return [row["batch_number"] for row in holding.distinct().collect()]
 
 
 def flag_repeated(records: DataFrame, identifiers: DataFrame) -> DataFrame:
