@@ -435,7 +435,9 @@ def test_run_health(built: Built) -> None:
         )
         assert r["duration_seconds"] == int((run["finished_at"] - run["started_at"]).total_seconds())
         assert r["rejection_rate"] == pytest.approx(rejection_rate(run))
-        assert r["invalid_null"] > 0 and r["invalid_duplicate"] > 0
+    # Both kinds of invalid records are in the history (the hightouch changelog leaves out a
+    # duplicate sent exactly as before and succeeding again: a repeat, no operation).
+    assert all(any(r[kind] for r in rows) for kind in ("invalid_null", "invalid_duplicate"))
 
 
 def test_volume_anomalies(built: Built) -> None:

@@ -150,8 +150,9 @@ class LayoutTracking(ABC):
                 f"AND sync_run_id IN ({', '.join([self.p] * len(numbers))}) "
                 "GROUP BY sync_run_id, error_code ORDER BY sync_run_id, n DESC, error_code"
             )
-            for row in self.target.query(sql, [*source.params, *numbers]).to_pylist():
-                top.setdefault(int(row["sync_run_id"]), row["error_code"])
+            found = self.target.query(sql, [*source.params, *numbers])  # names' case varies
+            for run, code in zip(found.column(0).to_pylist(), found.column(1).to_pylist(), strict=True):
+                top.setdefault(int(run), code)
         codes = [top.get(n) for n in runs.column("sync_run_id").to_pylist()]
         return conform(runs.append_column("top_error_code", pa.array(codes, pa.string())), RUNS)
 
