@@ -9,7 +9,8 @@ PLUGINS := $(wildcard plugins/*)
 EXAMPLES := $(wildcard examples/*)
 
 DIST ?= dist
-BUILD_PYTHON ?= $(BIN)/python
+BUILD_VENV := .venv-build
+BUILD_PYTHON ?= $(BUILD_VENV)/bin/python
 
 .PHONY: demo test lint bench faults install dbt-install clean dist
 
@@ -36,6 +37,8 @@ test: $(STAMP) $(DBT_STAMP)  ## set up what the suite needs (Java, PostgreSQL, d
 	./scripts/system-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -m "not dbt_all"
 
 bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt, small runs cold and warm (bench/RESULTS.md); hightouch diff of a 1M-row model
@@ -49,13 +52,16 @@ faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, Pos
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 
-dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env)
+$(BUILD_VENV)/bin/python:
+	$(PYTHON) -m venv $(BUILD_VENV)
+
+dist: $(if $(filter $(BUILD_VENV)/bin/python,$(BUILD_PYTHON)),$(BUILD_VENV)/bin/python)  ## wheels of the core, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env; no dev install)
 	rm -rf $(DIST)
 	$(BUILD_PYTHON) -m pip wheel -q --no-deps --wheel-dir $(DIST) $(foreach p,. $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
 	@ls $(DIST)
 
 lint: $(STAMP)
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports && $(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(DBT_VENV) .cache .synclog synclog-demo.duckdb $(DIST)
+	rm -rf $(VENV) $(DBT_VENV) $(BUILD_VENV) .cache .synclog synclog-demo.duckdb $(DIST)

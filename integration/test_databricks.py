@@ -23,10 +23,11 @@ from synclog.cli.main import main
 from synclog.errors import ConfigError, TargetError
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
-from synclog.targets import export
 from synclog.targets.base import Target, TargetSettings
-from synclog.testing.conformance import Outage, TargetConformance
+from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.testing.network import tcp_outage
+from synclog.testing.outage import Outage
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.urls import TargetURL
 
@@ -35,7 +36,6 @@ import databricks.sql
 from databricks.sql.exc import ServerOperationError
 from harness.databricks_sql_server import DatabricksSqlServer, databricks_sql_server
 from harness.errors import ServerUnavailable
-from harness.forwarder import forward
 from harness.processes import free_port
 from harness.spark_catalogs import unity_catalog_confs
 from harness.spark_cluster import spark_connect_server, subprocess_env
@@ -179,9 +179,7 @@ class TestDatabricksWarehouse(TargetConformance):
     def outage(self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Outage]:
         """The stand-in behind a loopback port nothing listens on until `up` forwards it."""
         monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
-        port = free_port()
-        url = warehouse_url(dbx, port, retry_seconds="2")
-        yield Outage(url, lambda: forward(port, dbx.host, dbx.port), goes_down_again=True)
+        yield tcp_outage(warehouse_url(dbx, retry_seconds="2"), dbx.host, dbx.port)
         drop_schemas(dbx)
 
     def test_loads_put_files_in_the_volume_and_remove_them(
@@ -198,7 +196,7 @@ class TestDatabricksWarehouse(TargetConformance):
     def test_read_rows_streams_the_export_in_chunks(
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(export, "CHUNK_ROWS", 3)
+        monkeypatch.setattr(type(target), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file(

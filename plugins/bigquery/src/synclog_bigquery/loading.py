@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 from google.cloud import bigquery
 
-from synclog.targets import export
+from synclog.plugin_api import write_batches
 
 INLINE_ROWS = 1_000
 """Loads of up to this many rows go inline, as a query parameter, not as a load job…"""
@@ -35,7 +35,7 @@ def load_job(
     """Append `batches` (of `schema`) to the table `stage` with one load job; return the rows loaded."""
     with tempfile.TemporaryDirectory(prefix="synclog-bigquery-") as folder:
         merged = Path(folder) / "stage.parquet"
-        export.write_batches(str(merged), schema, batches)
+        write_batches(str(merged), schema, batches)
         config = bigquery.LoadJobConfig(
             source_format=bigquery.SourceFormat.PARQUET,
             schema=list(fields),
