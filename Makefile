@@ -9,7 +9,8 @@ PLUGINS := $(wildcard plugins/*)
 EXAMPLES := $(wildcard examples/*)
 
 DIST ?= dist
-BUILD_PYTHON ?= $(BIN)/python
+BUILD_VENV := .venv-build
+BUILD_PYTHON ?= $(BUILD_VENV)/bin/python
 
 .PHONY: demo test lint bench faults scale install dbt-install clean dist docs
 
@@ -37,6 +38,8 @@ test: $(STAMP) $(DBT_STAMP)  ## set up what the suite needs (Java, PostgreSQL, d
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -m "not dbt_all"
 
 docs: $(STAMP)  ## write the generated reference pages, then serve the docs site on http://127.0.0.1:8001/
@@ -58,13 +61,16 @@ scale: $(STAMP)  ## bytes of row data through the driver: a 1M-record write_run 
 	./scripts/system-deps.sh
 	$(BIN)/python bench/scale.py $(SCALE_ARGS)
 
-dist: $(if $(filter $(BIN)/python,$(BUILD_PYTHON)),$(STAMP))  ## wheels of the core, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env)
+$(BUILD_VENV)/bin/python:
+	$(PYTHON) -m venv $(BUILD_VENV)
+
+dist: $(if $(filter $(BUILD_VENV)/bin/python,$(BUILD_PYTHON)),$(BUILD_VENV)/bin/python)  ## wheels of the core, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env; no dev install)
 	rm -rf $(DIST)
 	$(BUILD_PYTHON) -m pip wheel -q --no-deps --wheel-dir $(DIST) $(foreach p,. $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
 	@ls $(DIST)
 
 lint: $(STAMP)
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports && $(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(DBT_VENV) .cache .synclog synclog-demo.duckdb $(DIST) build/site
+	rm -rf $(VENV) $(DBT_VENV) $(BUILD_VENV) .cache .synclog synclog-demo.duckdb $(DIST) build/site

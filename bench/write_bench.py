@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 import psycopg
-from postgres_bench import (
+from bench_kit import (
     ROWS,
     Method,
     PostgresServer,
@@ -44,7 +44,7 @@ from synclog.canonical import canonical_frame
 from synclog.config import Config
 from synclog.layouts.base import LayoutContext
 from synclog.layouts.census import SYNC_LOG
-from synclog.layouts.lake import RECORDS, LakeLayout
+from synclog.layouts.lake import LAKE_FILES, RECORDS, LakeLayout
 from synclog.records import VIOLATION
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
@@ -71,7 +71,7 @@ def duckdb_target(path: Path) -> DuckDBTarget:
 
 
 def lake_target(path: Path) -> LakeTarget:
-    return LakeTarget(TargetURL.parse(f"lake:///{path}"), TargetSettings())
+    return LakeTarget(TargetURL.parse(f"lake:///{path}"), TargetSettings(), LAKE_FILES)
 
 
 def write_run(target: Target, folder: Path, records: DataFrame) -> dict[str, float]:

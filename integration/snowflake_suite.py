@@ -17,7 +17,6 @@ from synclog.config import Config, SyncSettings
 from synclog.errors import TargetError
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
-from synclog.targets import export
 from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX
@@ -171,7 +170,7 @@ class SnowflakeSuite(TargetConformance):
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         # No NULL timestamp: fakesnow's server reads one back as 1970-01-01 (FAKESNOW_NOTES.md).
-        monkeypatch.setattr(export, "CHUNK_ROWS", 3)
+        monkeypatch.setattr(type(target), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(null_timestamps=False), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(

@@ -26,7 +26,6 @@ from synclog.layouts.registry import LAYOUTS
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
-from synclog.targets import export
 from synclog.targets.base import TargetSettings
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX
@@ -187,7 +186,7 @@ class TestBigQuery(TargetConformance):
     def test_read_rows_streams_the_export_page_by_page(
         self, target: BigQueryTarget, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(export, "CHUNK_ROWS", 3)
+        monkeypatch.setattr(type(target), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(

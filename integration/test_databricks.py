@@ -29,10 +29,11 @@ from synclog.errors import ConfigError, TargetError
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
-from synclog.targets import export
 from synclog.targets.base import Target, TargetSettings
-from synclog.testing.conformance import Outage, TargetConformance
+from synclog.testing.conformance import TargetConformance
 from synclog.testing.factories import make_records, make_run, record_rows
+from synclog.testing.network import tcp_outage
+from synclog.testing.outage import Outage
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
@@ -42,7 +43,6 @@ import databricks.sql
 from databricks.sql.exc import ServerOperationError
 from harness.databricks_sql_server import DatabricksSqlServer, databricks_sql_server
 from harness.errors import ServerUnavailable
-from harness.forwarder import forward
 from harness.processes import free_port
 from harness.s3_server import S3Server
 from harness.spark_catalogs import unity_catalog_confs
@@ -92,7 +92,6 @@ CONNECT_CLIENT = textwrap.dedent(
     from synclog.config import Config
     from synclog.spark import spark_session
     from synclog.storage.location import Location
-from synclog.storage.manifest import Manifest
     from synclog.testing.factories import make_records, make_run, record_rows
     from synclog.writer import SyncLog
 
@@ -194,9 +193,7 @@ class TestDatabricksWarehouse(TargetConformance):
     def outage(self, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Outage]:
         """The stand-in behind a loopback port nothing listens on until `up` forwards it."""
         monkeypatch.setenv("DATABRICKS_TOKEN", dbx.token)
-        port = free_port()
-        url = warehouse_url(dbx, port, retry_seconds="2")
-        yield Outage(url, lambda: forward(port, dbx.host, dbx.port), goes_down_again=True)
+        yield tcp_outage(warehouse_url(dbx, retry_seconds="2"), dbx.host, dbx.port)
         drop_schemas(dbx)
 
     def test_loads_put_files_in_the_volume_and_remove_them(
@@ -213,7 +210,7 @@ class TestDatabricksWarehouse(TargetConformance):
     def test_read_rows_streams_the_export_in_chunks(
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(export, "CHUNK_ROWS", 3)
+        monkeypatch.setattr(type(target), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file(

@@ -10,7 +10,8 @@ import pytest
 from synclog.errors import ConfigError
 from synclog.targets.base import TargetSettings
 from synclog.targets.duckdb import DuckDBTarget
-from synclog.testing.conformance import Outage, TargetConformance, file_outage
+from synclog.testing.conformance import TargetConformance
+from synclog.testing.outage import Outage, file_outage
 from synclog.urls import TargetURL
 
 

@@ -22,12 +22,13 @@ from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
 from synclog.naming import Relation
 from synclog.plugins.manager import registry
-from synclog.targets import export
 from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
-from synclog.testing.conformance import Outage, TargetConformance, sync_log_frame
+from synclog.testing.conformance import TargetConformance, sync_log_frame
 from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog.testing.network import tcp_outage
+from synclog.testing.outage import Outage
 from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, check_masked, check_tracking_cli, masked_demo
 from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
@@ -35,9 +36,7 @@ from synclog.urls import TargetURL
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 import psycopg
-from harness.forwarder import forward
 from harness.postgres_server import PostgresServer
-from harness.processes import free_port
 from psycopg import sql
 
 from synclog_postgres import orphans
@@ -67,6 +66,8 @@ def partition_days(target: Target) -> list[str]:
 
 
 class TestPostgres(TargetConformance):
+    qualify = False  # PostgreSQL has no QUALIFY
+
     @pytest.fixture
     def synclog_target_url(self, postgres: PostgresServer) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"
@@ -79,9 +80,7 @@ class TestPostgres(TargetConformance):
     @pytest.fixture
     def outage(self, target_url: str, postgres: PostgresServer) -> Iterator[Outage]:
         """The database behind a loopback port nothing listens on until `up` forwards it."""
-        port = free_port()
-        url = target_url.replace(f"{postgres.host}:{postgres.port}", f"127.0.0.1:{port}")
-        yield Outage(url, lambda: forward(port, postgres.host, postgres.port), goes_down_again=True)
+        yield tcp_outage(target_url, postgres.host, postgres.port)
 
     # -- names, types, partitions -------------------------------------------------------------
 
@@ -311,7 +310,7 @@ class TestPostgres(TargetConformance):
     def test_read_rows_streams_the_export_in_chunks(
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(export, "CHUNK_ROWS", 3)
+        monkeypatch.setattr(type(target), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(

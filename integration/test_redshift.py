@@ -27,8 +27,10 @@ from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
 from synclog.targets.rows import Rows
-from synclog.testing.conformance import SEED_000_BY_SYNC, Outage, TargetConformance
+from synclog.testing.conformance import SEED_000_BY_SYNC, TargetConformance
 from synclog.testing.factories import make_records, make_run, person_rows, record_rows
+from synclog.testing.network import tcp_outage
+from synclog.testing.outage import Outage
 from synclog.testing.read_back import READS, READS_WIDER, read_back_rows
 from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
@@ -37,7 +39,6 @@ pytest.importorskip("synclog_redshift", reason="synclog-redshift is not installe
 redshift_connector = pytest.importorskip("redshift_connector")
 psycopg = pytest.importorskip("psycopg")
 from harness.errors import ServerUnavailable  # noqa: E402
-from harness.forwarder import forward  # noqa: E402
 from harness.postgres_server import PostgresServer  # noqa: E402
 from harness.processes import free_port  # noqa: E402
 from harness.redshift_proxy import IAM_ROLE, RedshiftStandIn, redshift_stand_in  # noqa: E402
@@ -110,9 +111,7 @@ class TestRedshift(TargetConformance):
     @pytest.fixture
     def outage(self, target_url: str, stand_in: RedshiftStandIn) -> Iterator[Outage]:
         """The stand-in behind a loopback port nothing listens on until `up` forwards it."""
-        port = free_port()
-        url = target_url.replace(f"{stand_in.host}:{stand_in.port}", f"127.0.0.1:{port}")
-        yield Outage(url, lambda: forward(port, stand_in.host, stand_in.port), goes_down_again=True)
+        yield tcp_outage(target_url, stand_in.host, stand_in.port)
 
     # -- DDL -----------------------------------------------------------------------------------
 

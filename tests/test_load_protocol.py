@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from pyspark.sql import SparkSession
 
-from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
@@ -36,13 +34,13 @@ TABLE = TableSpec(
 class MergingDuckDB(DuckDBTarget):
     """DuckDB declaring no multi-statement transactions: the core swaps with one MERGE."""
 
-    capabilities: ClassVar[Capabilities] = replace(CAPABILITIES, transactions=False, merge=True)
+    capabilities = replace(CAPABILITIES, transactions=False, merge=True)
 
 
 class StuckDuckDB(DuckDBTarget):
     """DuckDB declaring neither: the core cannot replace rows atomically."""
 
-    capabilities: ClassVar[Capabilities] = replace(CAPABILITIES, transactions=False, merge=False)
+    capabilities = replace(CAPABILITIES, transactions=False, merge=False)
 
 
 def row(sync_id: int, run: int, batch: int, row_id: str) -> dict[str, object]:

@@ -97,9 +97,10 @@ def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() 
     assert "drop_partitions" not in missing_methods(OwnRetention, dropping)  # it never calls it
 
 
-def test_builtin_duckdb_is_registered_through_its_entry_point() -> None:
+def test_builtin_targets_are_registered_through_the_hook_like_any_plugin() -> None:
     pm = manager.plugin_manager()
-    assert "duckdb" in {name for name, _ in pm.list_name_plugin()}
+    assert "synclog.default_targets" in {name for name, _ in pm.list_name_plugin()}
+    assert {"duckdb", "lake"} <= {t.name for t in manager.registry().types()}
     assert manager.registry().for_url(TargetURL.parse("duckdb:///x.duckdb")) is TARGET_TYPE
 
 

@@ -8,7 +8,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog.storage.location import Location
-from synclog.targets import export
 from synclog.targets.base import TargetSettings
 from synclog.targets.duckdb import DuckDBTarget
 from synclog.targets.sql import SqlTarget
@@ -35,8 +34,8 @@ def test_read_rows(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """DuckDB streams the result in CHUNK_ROWS batches; the default holds it whole (one row group)."""
-    monkeypatch.setattr(export, "CHUNK_ROWS", 3)
+    """DuckDB streams the result in `chunk_rows` batches; the default holds it whole (one row group)."""
+    monkeypatch.setattr(kind, "chunk_rows", 3)
     target = open_target(kind, tmp_path)
     with target.read_rows(READS, 1, spark) as missing:
         assert missing is None

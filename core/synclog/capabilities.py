@@ -62,6 +62,9 @@ class Capabilities:
     json_type: str
     """Physical column type that holds JSON payloads (JSON, JSONB, VARIANT, SUPER, STRING)."""
     casefold: Casefold = Casefold.LOWER
+    identifier_quote: str = '"'
+    """The character that quotes identifiers (a backtick on BigQuery, Databricks and MySQL); one
+    inside a name is doubled. `Target.relation` and `SqlTarget.quote` use it."""
     max_identifier_length: int = 63
     three_part_names: bool = False
     """Whether relations are named database.schema.table (Snowflake, Databricks)."""
@@ -85,9 +88,6 @@ class Capabilities:
     """Whether CAST(x AS <declared type>) gives back a stored column's type. Where CAST follows type
     affinity instead (SQLite, whose timestamps are ISO-8601 text), read-backs select stored columns
     as they are and the core casts the Arrow result to the table's types."""
-    qualify: bool = True
-    """Whether QUALIFY exists. The core's own SQL never uses it; the conformance suite runs the
-    seed query that does (Hightouch's third) only where it exists."""
     partition_expiry: bool = False
     """Whether old day partitions can expire by themselves (BigQuery's partition_expiration_days):
     retention sets the expiry, then deletes what syncs with a shorter retention keep."""

@@ -48,6 +48,7 @@ from synclog.urls import TargetURL
 
 DEFAULT_TARGET = "duckdb:///synclog.duckdb"
 DEFAULT_RETENTION_DAYS = 7
+"""Days a sync's records are kept when synclog.toml does not say (`retention_days`)."""
 CONFIG_FILE = "synclog.toml"
 _REPLACED = {
     "state_dir": "storage",

@@ -12,10 +12,12 @@ Names exported here keep their meaning within a plugin API version; anything els
 """
 
 from synclog.capabilities import Capabilities, Casefold, FileFormat, Schemas, Staging
+from synclog.config import DEFAULT_RETENTION_DAYS
 from synclog.errors import ConfigError, InputError, SynclogError, TargetError, first_line, outages
 from synclog.naming import Relation, check_name
-from synclog.plugins.hookspecs import API_ATTRIBUTE, PLUGIN_API_VERSION, hookimpl
-from synclog.storage.files import by_name
+from synclog.plugins.hookspecs import API_ATTRIBUTE, PLUGIN_API_VERSION, TargetRegister, hookimpl
+from synclog.spark import spark_session
+from synclog.storage.files import by_name, published, write_frame
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
@@ -30,6 +32,7 @@ from synclog.urls import MEMORY, TargetURL
 
 __all__ = [
     "API_ATTRIBUTE",
+    "DEFAULT_RETENTION_DAYS",
     "LAYOUT_METHODS",
     "MEMORY",
     "PLUGIN_API_VERSION",
@@ -59,6 +62,7 @@ __all__ = [
     "TableSpec",
     "Target",
     "TargetError",
+    "TargetRegister",
     "TargetSettings",
     "TargetType",
     "TargetURL",
@@ -70,7 +74,10 @@ __all__ = [
     "missing_methods",
     "outages",
     "plain_text",
+    "published",
     "required_methods",
     "rows_batch",
+    "spark_session",
     "write_batches",
+    "write_frame",
 ]

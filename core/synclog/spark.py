@@ -122,7 +122,7 @@ def remote_url(spark: SparkSession) -> str | None:
     """The Spark Connect URL the session talks to, or None for a classic session."""
     if not type(spark).__module__.startswith("pyspark.sql.connect"):
         return None
-    client = spark.client  # type: ignore[attr-defined]
+    client = spark.client
     return f"sc://{client.host}"
 
 

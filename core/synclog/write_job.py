@@ -92,7 +92,7 @@ def run_write_job(
     )
 
 
-def _task(store: StoreWriter, writers: Sequence[StageWriter]):  # type: ignore[no-untyped-def]
+def _task(store: StoreWriter, writers: Sequence[StageWriter]):
     """The function each task runs (`mapInArrow`)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

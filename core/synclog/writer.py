@@ -205,7 +205,8 @@ class SyncLog:
             staged = self._open_stages(run, ctx)
         except TargetError as exc:
             written = self._keep_only(run, canonical, passes)
-            return written, self._keep(run, written.batches, finished=False, error=exc)
+            self._keep(run, written.batches, finished=False, error=exc)
+            return written, None
         try:
             written, result = self._kept_job(run, canonical, [s.rows for s in staged])
         except BaseException as exc:
@@ -213,7 +214,8 @@ class SyncLog:
             if outage is None:
                 raise
             written = self._keep_only(run, canonical, passes)
-            return written, self._keep(run, written.batches, finished=False, error=outage)
+            self._keep(run, written.batches, finished=False, error=outage)
+            return written, None
         passes["validate, store and stage"] = time.perf_counter() - started
         done = {s.table for s in staged}
         try:
@@ -222,7 +224,8 @@ class SyncLog:
             loaded.update(self._load(run, records, "batch_rows", passes, skip=done))
         except TargetError as exc:
             self._release(staged, None)
-            return written, self._keep(run, written.batches, finished=False, error=exc)
+            self._keep(run, written.batches, finished=False, error=exc)
+            return written, None
         return written, loaded
 
     def _open_stages(self, run: Run, ctx: LayoutContext) -> list[_Staged]:
@@ -266,9 +269,10 @@ class SyncLog:
         self, staged: list[_Staged], reports: list[list[str]], passes: dict[str, float]
     ) -> dict[str, int]:
         """Finish each stage the job filled, swap it into its table, release it."""
-        target = self.target
-        assert isinstance(target, SqlTarget) or not staged
         loaded: dict[str, int] = {}
+        target = self.target
+        if not isinstance(target, SqlTarget):  # only a SQL target has stages
+            return loaded
         while staged:
             item = staged.pop(0)
             done = reports.pop(0)
@@ -295,7 +299,9 @@ class SyncLog:
         refused: InputError | None = None
         target = self.connector.target if staged else None
         for item in staged:
-            if isinstance(failure, Exception) and target is not None and outage is None and refused is None:
+            if not isinstance(target, SqlTarget):  # only a SQL target has stages
+                break
+            if isinstance(failure, Exception) and outage is None and refused is None:
                 try:
                     target.raise_stage_failure(failure, item.spec)
                 except TargetError as exc:
@@ -303,7 +309,7 @@ class SyncLog:
                 except InputError as exc:
                     refused = exc
             with contextlib.suppress(TargetError):
-                target.release_stage(item.stage)  # type: ignore[union-attr]
+                target.release_stage(item.stage)
         staged.clear()
         if refused is not None:
             raise refused from None
@@ -406,7 +412,8 @@ class SyncLog:
                 self.store.drop(run)
             return loaded
         except TargetError as exc:
-            return self._keep(run, batches, finished=finished, error=exc)
+            self._keep(run, batches, finished=finished, error=exc)
+            return None
 
     def _keep(self, run: Run, batches: Sequence[int], *, finished: bool, error: TargetError) -> None:
         """The target failed (an outage): keep `batches` in the run store for `flush`, or raise

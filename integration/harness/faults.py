@@ -50,8 +50,9 @@ from typing import Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from synclog.testing.network import forward
+
 from .fault_worker import WARM_UP_ENV
-from .forwarder import forward
 from .processes import free_port
 
 WORKER = Path(__file__).with_name("fault_worker.py")

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import re
 import signal
-import socket
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from synclog.testing.network import free_port as free_port  # the harness's servers use it too
+
 from .errors import ServerStartError
 
 S = TypeVar("S")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on right now (another process may still take it: retry on a clash)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float, stop_signal: int = signal.SIGTERM) -> None:

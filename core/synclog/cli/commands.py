@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from synclog.cli.output import OUT_SUFFIXES, format_rows, format_table, write_rows
+from synclog.cli.output import format_rows, format_table, write_rows
 from synclog.config import Config
 from synclog.errors import ConfigError
 from synclog.ids import id_of
@@ -23,6 +23,7 @@ from synclog.inputs import read_records
 from synclog.layouts.registry import LAYOUTS
 from synclog.model import Run
 from synclog.plugins.manager import registry
+from synclog.result_files import OUT_SUFFIXES
 from synclog.spark import LOG_LEVEL_ENV
 from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs
 from synclog.writer import SyncLog

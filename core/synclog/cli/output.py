@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
-OUT_SUFFIXES = (".csv", ".jsonl", ".parquet")
+from synclog.result_files import encode_rows
 
 
 def format_table(table: pa.Table, max_width: int = 60) -> str:
@@ -40,25 +35,3 @@ def _cell(value: object, max_width: int) -> str:
 def write_rows(table: pa.Table, path: Path) -> None:
     """Write `table` to `path` as CSV, JSON lines or Parquet, by the file's suffix."""
     path.write_bytes(encode_rows(table, path.suffix))
-
-
-def encode_rows(table: pa.Table, suffix: str) -> bytes:
-    """`table` as the bytes of a CSV, JSON lines or Parquet file (`suffix`: .csv, .jsonl, .parquet)."""
-    suffix = suffix.lower()
-    buffer = io.BytesIO()
-    if suffix == ".parquet":
-        pq.write_table(table, buffer)
-    elif suffix == ".csv":
-        pa_csv.write_csv(table, buffer)
-    elif suffix == ".jsonl":
-        for row in table.to_pylist():
-            buffer.write((json.dumps(row, default=_iso, ensure_ascii=False) + "\n").encode("utf-8"))
-    else:
-        raise ValueError(f"{suffix}: expected one of {', '.join(OUT_SUFFIXES)}")
-    return buffer.getvalue()
-
-
-def _iso(value: object) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")

@@ -35,12 +35,11 @@ def run_spark(args: argparse.Namespace) -> int:
         stopped = spark_server.stop()
         print(f"stopped Spark Connect server at {stopped.remote} (pid {stopped.pid})" if stopped else _NONE)
     else:
-        server = spark_server.running()
-        if server is None:
+        running = spark_server.running()
+        if running is None:
             print(_NONE)
         else:
-            up = int(server.uptime())
-            print(
-                f"running at {server.remote}, pid {server.pid}, up {up // 3600}h {up // 60 % 60}m {up % 60}s"
-            )
+            up = int(running.uptime())
+            uptime = f"{up // 3600}h {up // 60 % 60}m {up % 60}s"
+            print(f"running at {running.remote}, pid {running.pid}, up {uptime}")
     return 0

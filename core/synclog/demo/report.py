@@ -43,6 +43,8 @@ def invalid_records(target: Target) -> pa.Table:
 def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
     """Who entered and who left a mirrored segment in one run, by the segment's name.
 
+    Every alias is a word no warehouse reserves (`change` is reserved in MySQL and MariaDB).
+
     Entered: sent as an upsert, and new to the sync or deleted by its last run before.
     Left: deleted from the destination. Records the identifier checks flagged say nothing: a
     run that holds an identifier twice gives its records no order.
@@ -56,13 +58,13 @@ def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
         "ORDER BY batch_started_at, sync_run_id) AS previous "
         f"FROM {log} WHERE sync_id = {p} AND status = 'succeeded' AND invalid_reason IS NULL) "
         "SELECT source.name AS segment, "
-        "CASE WHEN ops.operation = 'delete' THEN 'left' ELSE 'entered' END AS change, "
+        "CASE WHEN ops.operation = 'delete' THEN 'left' ELSE 'entered' END AS movement, "
         "COUNT(*) AS people, MIN(ops.record_identifier) AS for_example "
         f"FROM ops LEFT JOIN {sources} source ON ops.source_object_id = source.id "
         f"WHERE ops.sync_run_id = {p} AND (ops.operation = 'delete' "
         "OR ops.previous IS NULL OR ops.previous = 'delete') "
         "GROUP BY source.name, CASE WHEN ops.operation = 'delete' THEN 'left' ELSE 'entered' END "
-        "ORDER BY change",
+        "ORDER BY movement",
         [sync_id, sync_run_id],
     )
 

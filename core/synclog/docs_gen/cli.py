@@ -48,7 +48,10 @@ def _value(action: argparse.Action) -> str:
         return ""
     if action.choices is not None:
         return "|".join(map(str, action.choices))
-    return action.metavar or action.dest.upper()
+    metavar = action.metavar
+    if isinstance(metavar, tuple):
+        return " ".join(metavar)
+    return metavar or action.dest.upper()
 
 
 def _synopsis(prog: str, parser: argparse.ArgumentParser) -> str:

@@ -38,6 +38,7 @@ from synclog.layouts import census
 from synclog.layouts.base import Layout, LayoutContext, Load
 from synclog.model import RecordStatus, Run
 from synclog.payload_schema import FieldType, payload_schema
+from synclog.targets.lake_files import LakeFiles
 from synclog.targets.rows import Rows
 from synclog.targets.tables import Column as Col
 from synclog.targets.tables import ColumnType as C
@@ -134,6 +135,8 @@ FILES: Mapping[TableSpec, str] = {
 """Where each table's rows go, relative to the lake's root; every template holds its table's key."""
 FIELD_VALUES: Mapping[str, tuple[str, ...]] = {"batch_type": tuple(BATCH_TYPES.values())}
 """Every value a path field that is not part of its table's key can take."""
+LAKE_FILES = LakeFiles(FILES, FIELD_VALUES)
+"""What the lake target is opened with: this layout's files."""
 
 
 class LakeLayout(Layout):
@@ -153,19 +156,19 @@ class LakeLayout(Layout):
         records = Rows.select(
             ctx.records,
             F.lit(ctx.run.org_id).cast("bigint").alias("org_id"),
-            "sync_id",
-            "sync_run_id",
-            "batch_number",
+            F.col("sync_id"),
+            F.col("sync_run_id"),
+            F.col("batch_number"),
             _lookup(BATCH_TYPES, operation, keep=False).alias("batch_type"),
             F.col("record_identifier").alias("identifier"),
-            "record_payload",
+            F.col("record_payload"),
             operation.alias("operation"),
             F.coalesce("invalid_reason", outcome).alias("status"),
             message.alias("status_message"),
-            "batch_started_at",
+            F.col("batch_started_at"),
             F.col("batch_completed_at").alias("batch_ended_at"),
             outcome.alias("destination_status"),
-            "error_code",
+            F.col("error_code"),
         )
         yield Load(RECORDS, records)
 

@@ -176,15 +176,14 @@ class Courier:
                 self._queue.task_done()
 
     def _try(self, what: str, deliver: Callable[[float], None]) -> None:
-        error: Exception | None = None
         for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))
             try:
                 deliver(self.timeout)
                 return
             except Exception as exc:  # any failure of a delivery is the destination's, never the sync's
                 error = exc
-            if attempt < self.retries:
-                time.sleep(BACKOFF_SECONDS * 2**attempt)
         self.warn(
             f"warning: {what} to {self.where} not delivered after {self.retries + 1} tries "
             f"({type(error).__name__}: {_masked_error(error)})"

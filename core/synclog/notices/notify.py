@@ -52,6 +52,8 @@ class WrittenLog(Protocol):
     @property
     def target(self) -> Target: ...
 
+    def layouts(self, sync_id: int) -> tuple[str, ...]: ...
+
 
 RUN_RULES = tuple(rule for rule in RULES if rule != "freshness")
 

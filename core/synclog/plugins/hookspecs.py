@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
@@ -19,8 +18,14 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+class TargetRegister(Protocol):
+    """What `synclog_register_targets` is given: call it once per target type the plugin provides."""
+
+    def __call__(self, target_type: TargetType, /) -> None: ...
+
+
 @hookspec
-def synclog_register_targets(register: Callable[[TargetType], None]) -> None:
+def synclog_register_targets(register: TargetRegister) -> None:
     """Register the target types this plugin provides, by calling `register(TargetType(...))`."""
 
 

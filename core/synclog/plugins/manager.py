@@ -7,7 +7,7 @@ from functools import cache
 import pluggy
 
 from synclog.errors import ConfigError
-from synclog.plugins import hookspecs
+from synclog.plugins import default_targets, hookspecs
 from synclog.privacy import HookCall
 from synclog.targets.base import Target, TargetSettings, TargetType
 from synclog.targets.contract import check_target_class
@@ -62,6 +62,7 @@ def plugin_manager() -> pluggy.PluginManager:
     """A manager with synclog's hooks and every installed plugin loaded and checked."""
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
+    manager.register(default_targets, "synclog.default_targets")
     manager.load_setuptools_entrypoints(hookspecs.PROJECT)
     for plugin, dist in manager.list_plugin_distinfo():
         check_api_version(plugin, f"{dist.project_name} {dist.version}")

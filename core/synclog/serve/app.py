@@ -33,10 +33,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from synclog.cli.output import encode_rows
 from synclog.config import Config
 from synclog.errors import SynclogError, TargetError, first_line
 from synclog.plugins.manager import registry
+from synclog.result_files import encode_rows
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
 from synclog.targets.duckdb import DuckDBTarget

@@ -131,7 +131,8 @@ class PartFiles:
     def _writer(self, stream: Any) -> Callable[[pa.RecordBatch], Any]:
         if self.file_format is FileFormat.JSON_LINES:
             return lambda batch: stream.write(json_lines.encode(batch))
-        return self._files.enter_context(pq.ParquetWriter(stream, self.schema)).write_batch
+        parquet = self._files.enter_context(pq.ParquetWriter(stream, self.schema))
+        return lambda batch: parquet.write_batch(batch)
 
     def close(self) -> list[tuple[str, str, int]]:
         """Publish every file; (key, path, rows) of each."""

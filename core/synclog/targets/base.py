@@ -18,6 +18,7 @@ from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError, TargetError
 from synclog.naming import Relation, check_name
 from synclog.storage.location import Location
+from synclog.targets.contract import check_target_class, required_methods, unimplemented
 from synclog.targets.rows import Rows
 from synclog.targets.tables import TableSpec
 from synclog.urls import MEMORY, TargetURL
@@ -69,7 +70,9 @@ class Cutoffs:
 class Target(ABC):
     """An open connection to one warehouse (or folder) that log tables are written into."""
 
-    capabilities: ClassVar[Capabilities]
+    capabilities: Capabilities
+    """What the target can do: set on the class, equal to its `TargetType`'s (known before it
+    connects); an instance may refine it from its options (Databricks' JSON type)."""
     placeholder: ClassVar[str] = "?"
     """The positional query parameter marker of the warehouse's driver."""
 
@@ -92,7 +95,9 @@ class Target(ABC):
                 check_name(part, what=what, max_length=caps.max_identifier_length)
         if name is None:  # without views, a table readers know by its view's name is stored under it
             name = table.view if table.view and not caps.views else table.name
-        return Relation(schema=schema, name=name, database=database, casefold=caps.casefold)
+        return Relation(
+            schema=schema, name=name, database=database, casefold=caps.casefold, quote=caps.identifier_quote
+        )
 
     def table_spec(self, table: TableSpec) -> TableSpec:
         """`table` as this target stores it, with the columns it cannot carry left out."""
@@ -117,6 +122,12 @@ class Target(ABC):
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
         """Remove the rows of `table` older than their sync's cut-off; return how many."""
 
+    @classmethod
+    def needed_methods(cls, capabilities: Capabilities) -> list[str]:
+        """The methods this class must implement to hold `capabilities` (its layouts' calls)."""
+        return required_methods(capabilities, sql=False)
+
+    @unimplemented
     def read_rows(
         self, table: TableSpec, sync_id: int, spark: SparkSession
     ) -> AbstractContextManager[DataFrame | None]:
@@ -180,8 +191,6 @@ class TargetType:
     def open(self, url: TargetURL, settings: TargetSettings | None = None) -> Target:
         """Open a connection to the target at `url`; refuse a target class that lacks a method
         its layouts call (checked here when the opener imports the class lazily)."""
-        from synclog.targets.contract import check_target_class
-
         settings = settings or TargetSettings()
         self.check(url, settings)
         target = self.opener(url, settings)

@@ -7,12 +7,17 @@ it with one line naming the missing methods.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from synclog.capabilities import Capabilities, Schemas, Staging
 from synclog.errors import ConfigError
-from synclog.targets.base import Target
-from synclog.targets.sql import SqlTarget
+
+if TYPE_CHECKING:
+    from synclog.targets.base import Target
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+_UNIMPLEMENTED = "__synclog_unimplemented__"
 
 WRITE_METHODS: tuple[str, ...] = (
     "ensure",
@@ -31,11 +36,12 @@ LAYOUT_METHODS: Mapping[str, tuple[str, ...]] = {
 }
 """Per layout, the target methods it calls (hightouch reads a sync's snapshot back to diff a run)."""
 
-_DEFAULTS_THAT_RAISE: Mapping[type[Target], tuple[str, ...]] = {
-    Target: ("read_rows",),
-    SqlTarget: ("load_files", "load_frame", "drop_partitions", "expire_partitions", "ensure_schema"),
-}
-"""Methods whose base version only raises: a class that needs one must override it."""
+
+def unimplemented(method: _Method) -> _Method:
+    """Mark a base class's method whose body only raises: a target class whose layouts or
+    capabilities call it must override it (`missing_methods` names it otherwise)."""
+    setattr(method, _UNIMPLEMENTED, True)
+    return method
 
 
 def required_methods(capabilities: Capabilities, sql: bool) -> list[str]:
@@ -54,28 +60,17 @@ def required_methods(capabilities: Capabilities, sql: bool) -> list[str]:
     return list(dict.fromkeys(needed))
 
 
-_RETENTION_HOOKS = ("drop_partitions", "expire_partitions")
+RETENTION_HOOKS = ("drop_partitions", "expire_partitions")
 """What only `SqlTarget.delete_expired` calls: a class with its own retention needs neither."""
 
 
 def missing_methods(cls: type[Target], capabilities: Capabilities) -> list[str]:
-    """The required methods `cls` leaves abstract or inherits from a base whose version raises."""
-    abstract = getattr(cls, "__abstractmethods__", frozenset())
-    sql = issubclass(cls, SqlTarget)
-    own_retention = sql and cls.delete_expired is not SqlTarget.delete_expired
-    own_writer = sql and cls.stage_writer is not SqlTarget.stage_writer  # type: ignore[attr-defined]
+    """The methods `cls` needs (`cls.needed_methods`) but leaves abstract or `unimplemented`."""
+    abstract: frozenset[str] = getattr(cls, "__abstractmethods__", frozenset())
     missing = []
-    for name in required_methods(capabilities, sql):
-        if own_retention and name in _RETENTION_HOOKS:
-            continue
-        if own_writer and name == "load_frame":
-            continue  # its tasks fill the stage themselves (`stage_writer` and `load_staged`)
+    for name in cls.needed_methods(capabilities):
         method = getattr(cls, name, None)
-        inherited = any(
-            name in names and method is getattr(base, name, None)
-            for base, names in _DEFAULTS_THAT_RAISE.items()
-        )
-        if method is None or name in abstract or inherited:
+        if method is None or name in abstract or getattr(method, _UNIMPLEMENTED, False):
             missing.append(name)
     return missing
 

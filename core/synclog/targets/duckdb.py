@@ -13,9 +13,7 @@ import pyarrow as pa
 from synclog.capabilities import Capabilities, Casefold
 from synclog.errors import ConfigError, TargetError, first_line, outages
 from synclog.naming import Relation
-from synclog.plugins.hookspecs import hookimpl
 from synclog.storage.manifest import Manifest
-from synclog.targets import export
 from synclog.targets.base import TargetSettings, TargetType
 from synclog.targets.sql import SqlTarget
 from synclog.targets.tables import ColumnType, TableSpec
@@ -27,9 +25,6 @@ CAPABILITIES = Capabilities(
     max_identifier_length=255,
     transactions=True,
 )
-
-SYNCLOG_PLUGIN_API = 1
-"""The plugin API this built-in target is written against (see `synclog.plugin_api`)."""
 
 MEMORY_LIMIT = "memory_limit"
 DEFAULT_MEMORY_LIMIT = "512MB"
@@ -45,7 +40,7 @@ _OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
 class DuckDBTarget(SqlTarget):
     """A DuckDB database file (or `:memory:`)."""
 
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
+    capabilities = CAPABILITIES
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "BIGINT",
         ColumnType.INTEGER: "INTEGER",
@@ -95,9 +90,7 @@ class DuckDBTarget(SqlTarget):
 
     def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         with self._errors():
-            yield from self.connection.sql(sql, params=list(params) or None).to_arrow_reader(
-                export.CHUNK_ROWS
-            )
+            yield from self.connection.sql(sql, params=list(params) or None).to_arrow_reader(self.chunk_rows)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -155,9 +148,3 @@ TARGET_TYPE = TargetType(
     example_url="duckdb:///synclog.duckdb",
     file_url=True,
 )
-
-
-@hookimpl
-def synclog_register_targets(register: Any) -> None:
-    """Register the built-in DuckDB target."""
-    register(TARGET_TYPE)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 CHUNK_ROWS = 50_000
+"""How many rows a target fetches per chunk (`fetchmany`, a result page) when it streams a result."""
 """Rows per fetch and per row group: a few tens of MB of Python values at most."""
 
 

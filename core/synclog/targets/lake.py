@@ -24,7 +24,7 @@ import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -36,13 +36,11 @@ from pyspark.errors import PythonException
 
 from synclog.capabilities import Capabilities, Casefold, Staging
 from synclog.errors import ConfigError, TargetError
-from synclog.layouts.lake import FIELD_VALUES, FILES
-from synclog.plugins.hookspecs import hookimpl
 from synclog.spark import require_reachable
 from synclog.storage.location import Location
 from synclog.storage.sweep import sweep_scratch
-from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
-from synclog.targets.lake_files import GroupWriter, PathTemplate
+from synclog.targets.base import Cutoffs, Target, TargetSettings
+from synclog.targets.lake_files import GroupWriter, LakeFiles, PathTemplate
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
@@ -59,12 +57,13 @@ CAPABILITIES = Capabilities(
 
 
 class LakeTarget(Target):
-    """Parquet and JSON files under a folder or an S3 prefix."""
+    """Parquet and JSON files under a folder or an S3 prefix, placed by `files`' path templates."""
 
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
+    capabilities = CAPABILITIES
 
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
+    def __init__(self, url: TargetURL, settings: TargetSettings, files: LakeFiles) -> None:
         super().__init__(url, settings)
+        self.files = files
         self.location = lake_location(url, settings.options)
         self.fs = self.location.filesystem()
         self._duckdb: duckdb.DuckDBPyConnection | None = None
@@ -75,7 +74,7 @@ class LakeTarget(Target):
 
     def ensure(self, tables: Sequence[TableSpec]) -> None:
         for table in tables:
-            _template(table)
+            self._template(table)
         with _storage_errors(self.location):
             if self.location.local:
                 self.fs.create_dir(self.location.root, recursive=True)
@@ -91,7 +90,7 @@ class LakeTarget(Target):
         """
         if scope:
             raise ValueError(f"{table}: the lake replaces whole files by key, not a scope {dict(scope)}")
-        template = _template(table)
+        template = self._template(table)
         frame = rows.frame()
         require_reachable(self.location, frame.sparkSession, str(self.url))
         json_columns = frozenset(c.name for c in table.columns if c.type is ColumnType.JSON)
@@ -115,7 +114,7 @@ class LakeTarget(Target):
         for path in written:
             values = template.parse(path) or {}
             for name in set(template.fields) - set(table.replace_key):
-                for other in FIELD_VALUES[name]:
+                for other in self.files.field_values[name]:
                     stale = template.render({**values, name: other})
                     if stale not in written:
                         with contextlib.suppress(FileNotFoundError):
@@ -123,9 +122,9 @@ class LakeTarget(Target):
 
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
         """Delete whole run folders whose newest batch started before their sync's cut-off."""
-        if table.time_column is None or table not in FILES:
+        if table.time_column is None or table not in self.files.templates:
             return 0
-        template = _template(table)
+        template = self._template(table)
         folder_template = PathTemplate(posixpath.dirname(template.text))
         top = self.location.path(template.text.split("/")[0])
         runs: dict[str, list[pafs.FileInfo]] = {}
@@ -164,8 +163,8 @@ class LakeTarget(Target):
             return [
                 t
                 for t in tables
-                if t in FILES
-                and self.fs.get_file_info(self.location.path(FILES[t].split("/")[0])).type
+                if t in self.files.templates
+                and self.fs.get_file_info(self.location.path(self.files.templates[t].split("/")[0])).type
                 != pafs.FileType.NotFound
             ]
 
@@ -187,6 +186,12 @@ class LakeTarget(Target):
             if not self.location.local:
                 self._duckdb.register_filesystem(_S3ForDuckDB(self.fs))
         return self._duckdb
+
+    def _template(self, table: TableSpec) -> PathTemplate:
+        try:
+            return PathTemplate(self.files.templates[table])
+        except KeyError:
+            raise TargetError(f"the lake holds only the lake layout's files, not {table}") from None
 
     def close(self) -> None:
         if self._duckdb is not None:
@@ -218,13 +223,6 @@ def lake_location(url: TargetURL, options: Mapping[str, Any]) -> Location:
     )
 
 
-def _template(table: TableSpec) -> PathTemplate:
-    try:
-        return PathTemplate(FILES[table])
-    except KeyError:
-        raise TargetError(f"the lake holds only the lake layout's files, not {table}") from None
-
-
 @contextmanager
 def _storage_errors(location: Location) -> Iterator[None]:
     """Storage failures, on the driver (OSError) or an executor, as one-line TargetErrors."""
@@ -235,22 +233,3 @@ def _storage_errors(location: Location) -> Iterator[None]:
     except PythonException as exc:  # the executor's traceback ends with "SomeError: message"
         lines = [line for line in str(exc).splitlines() if line.strip()]
         raise TargetError(f"lake {location.uri()}: an executor failed: {lines[-1].strip()}") from None
-
-
-SYNCLOG_PLUGIN_API = 1
-"""The plugin API this built-in target is written against (see `synclog.plugin_api`)."""
-
-TARGET_TYPE = TargetType(
-    name="lake",
-    schemes=("lake", "lake+s3"),
-    capabilities=CAPABILITIES,
-    summary="Parquet files in a folder or an S3 bucket (Census' Sync Tracking layout)",
-    opener=LakeTarget,
-    example_url="lake:///synclog-lake",
-)
-
-
-@hookimpl
-def synclog_register_targets(register: Any) -> None:
-    """Register the built-in lake target."""
-    register(TARGET_TYPE)

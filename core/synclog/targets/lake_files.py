@@ -21,6 +21,17 @@ import pyarrow.parquet as pq
 
 from synclog.storage.files import by_name, publish
 from synclog.storage.location import Location
+from synclog.targets.tables import TableSpec
+
+
+@dataclass(frozen=True)
+class LakeFiles:
+    """Where a layout's tables go in a lake: a path template per table, relative to the lake's root."""
+
+    templates: Mapping[TableSpec, str]
+    """Every template holds its table's key."""
+    field_values: Mapping[str, tuple[str, ...]]
+    """Every value a path field that is not part of its table's key can take."""
 
 
 @dataclass(frozen=True)

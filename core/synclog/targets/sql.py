@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from synclog.capabilities import Schemas, Staging
+from synclog.capabilities import Capabilities, Schemas, Staging
 from synclog.errors import ConfigError
 from synclog.naming import Relation
 from synclog.storage.files import published, read_frame, remove
@@ -42,6 +42,7 @@ from synclog.storage.manifest import Manifest, StoredFile
 from synclog.storage.owners import owner
 from synclog.targets import export
 from synclog.targets.base import Cutoffs, Target
+from synclog.targets.contract import RETENTION_HOOKS, required_methods, unimplemented
 from synclog.targets.rows import Rows
 from synclog.targets.staging import FileStageWriter, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.tables import Column, ColumnType, TableSpec
@@ -51,6 +52,13 @@ VERSIONS_TABLE = "synclog_versions"
 STAGE_PREFIX = "_synclog_stage_"
 """Staging relations are named so; nothing else of the warehouse is."""
 _DELETE_MARK = "_synclog_delete"
+_VERSIONS_COLUMNS = (
+    Column("table_name", ColumnType.STRING),
+    Column("version", ColumnType.INTEGER),
+    Column("added_columns", ColumnType.STRING),
+    Column("applied_at", ColumnType.TIMESTAMP),
+)
+"""The columns of `VERSIONS_TABLE`, declared through `column_sql` like every other table's."""
 
 Statement = tuple[str, Sequence[Any]]
 
@@ -60,6 +68,20 @@ class SqlTarget(Target):
 
     type_names: ClassVar[Mapping[ColumnType, str]]
     """Physical types of every logical type but JSON (`capabilities.json_type`)."""
+    chunk_rows: ClassVar[int] = export.CHUNK_ROWS
+    """Rows per chunk when `result_batches` streams a result (a cursor's `fetchmany`, a page)."""
+
+    @classmethod
+    def needed_methods(cls, capabilities: Capabilities) -> list[str]:
+        """Its layouts' calls and the load and retention steps its capabilities choose; a class
+        with its own `delete_expired` needs no retention hooks, one with its own `stage_writer`
+        (tasks fill the stage themselves) no `load_frame`."""
+        needed = required_methods(capabilities, sql=True)
+        if cls.delete_expired is not SqlTarget.delete_expired:
+            needed = [name for name in needed if name not in RETENTION_HOOKS]
+        if cls.stage_writer is not SqlTarget.stage_writer:
+            needed = [name for name in needed if name != "load_frame"]
+        return needed
 
     # -- the connection ----------------------------------------------------------------------
 
@@ -87,12 +109,18 @@ class SqlTarget(Target):
     # -- types and DDL -----------------------------------------------------------------------
 
     def type_name(self, type_: ColumnType) -> str:
-        """The physical type of a logical one."""
+        """The physical type a column of a logical type is declared with (`type_names`)."""
         return self.capabilities.json_type if type_ is ColumnType.JSON else self.type_names[type_]
 
     def column_sql(self, column: Column) -> str:
-        """`"name" TYPE` for a CREATE TABLE or ADD COLUMN."""
+        """`"name" TYPE`: every column the core declares (CREATE TABLE, ADD COLUMN, the versions table)."""
         return f"{self.quote(column.name)} {self.type_name(column.type)}"
+
+    def cast_sql(self, expression: str, type_: ColumnType) -> str:
+        """`expression` as a value of a logical type: every CAST the core writes (read-backs with
+        `read_casts`, `json_text_sql`, typed NULLs). Override where CAST takes other type names
+        than column declarations do."""
+        return f"CAST({expression} AS {self.type_name(type_)})"
 
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
         """CREATE TABLE for a framework table (targets override to add partitioning)."""
@@ -141,6 +169,7 @@ class SqlTarget(Target):
         self.execute(drop)
         self.execute(create)
 
+    @unimplemented
     def ensure_schema(self, relation: Relation) -> None:
         """Make the schema `relation` lives in exist: CREATE SCHEMA IF NOT EXISTS (`Schemas.CREATE`).
 
@@ -187,16 +216,8 @@ class SqlTarget(Target):
 
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
-        text, ts, integer = (
-            self.type_name(ColumnType.STRING),
-            self.type_name(ColumnType.TIMESTAMP),
-            self.type_name(ColumnType.INTEGER),
-        )
-        self.execute(
-            f"CREATE TABLE IF NOT EXISTS {versions.render()} ({self.quote('table_name')} {text}, "
-            f"{self.quote('version')} {integer}, {self.quote('added_columns')} {text}, "
-            f"{self.quote('applied_at')} {ts})"
-        )
+        columns = ", ".join(self.column_sql(c) for c in _VERSIONS_COLUMNS)
+        self.execute(f"CREATE TABLE IF NOT EXISTS {versions.render()} ({columns})")
         return versions
 
     def _record_version(self, versions: Relation, table: TableSpec, added: Sequence[Column]) -> None:
@@ -215,9 +236,8 @@ class SqlTarget(Target):
 
     def quote(self, name: str) -> str:
         """One identifier, folded and quoted the warehouse's way."""
-        return Relation(schema="s", name="n", casefold=self.capabilities.casefold).quoted(
-            self.capabilities.casefold.apply(name)
-        )
+        caps = self.capabilities
+        return Relation(schema="s", name="n", quote=caps.identifier_quote).quoted(caps.casefold.apply(name))
 
     # -- the load protocol -------------------------------------------------------------------
 
@@ -240,9 +260,19 @@ class SqlTarget(Target):
     def swap_staged(
         self, table: TableSpec, stage: Relation, count: int, scope: Mapping[str, Any] | None
     ) -> None:
-        """Replace, atomically, what the `count` staged rows (or the `scope`) replace."""
-        if count or scope:
-            self.run_swap(self.swap_statements(table, self.relation(table), stage, scope))
+        """Replace, atomically, what the `count` staged rows (or the `scope`) replace; first make
+        the partitions the staged rows need (`ensure_partitions`)."""
+        if not (count or scope):
+            return
+        relation = self.relation(table)
+        if count and table.time_column is not None:
+            self.ensure_partitions(table, relation, stage)
+        self.run_swap(self.swap_statements(table, relation, stage, scope))
+
+    def ensure_partitions(self, table: TableSpec, relation: Relation, stage: Relation) -> None:
+        """Create the partitions of `relation` the rows in `stage` need, before the swap moves them
+        there (outside its transaction); called for tables with a `time_column`. Nothing by default:
+        a warehouse whose day partitions do not appear by themselves creates them here."""
 
     def release_stage(self, stage: Relation) -> None:
         """Drop the staging relation and the files staged for it (also after a failed load)."""
@@ -312,10 +342,12 @@ class SqlTarget(Target):
         """The Arrow schema of the files staged for `table` (`Staging.FILES`)."""
         return table.arrow_schema()
 
+    @unimplemented
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
         """Fill `stage` from the staged files of `manifest` in bulk; return the rows loaded."""
         raise NotImplementedError(f"{type(self).__name__} stages files but has no load_files")
 
+    @unimplemented
     def load_frame(self, stage: Relation, table: TableSpec, frame: DataFrame) -> int:
         """Fill `stage` from the executors in bulk; return the rows loaded (`Staging.EXECUTORS`)."""
         raise NotImplementedError(f"{type(self).__name__} loads from the executors but has no load_frame")
@@ -366,16 +398,18 @@ class SqlTarget(Target):
         quoted = {c.name: self.quote(c.name) for c in table.columns}
         mark = self.quote(_DELETE_MARK)
         rows = ", ".join(f"{self.staged_value_sql(c)} AS {quoted[c.name]}" for c in table.columns)
-        types = {c.name: self.type_name(c.type) for c in table.columns}
+        types = {c.name: c.type for c in table.columns}
         if scope:
             params: list[Any] = list(scope.values())
-            marker_values = [f"CAST({self.placeholder} AS {types[k]}) AS {quoted[k]}" for k in keys]
+            marker_values = [f"{self.cast_sql(self.placeholder, types[k])} AS {quoted[k]}" for k in keys]
             markers = f"SELECT {', '.join(marker_values)}"
         else:
             params = []
             markers = f"SELECT DISTINCT {', '.join(quoted[k] for k in keys)} FROM {staged}"
         nulls = ", ".join(
-            quoted[c.name] if c.name in keys else f"CAST(NULL AS {types[c.name]}) AS {quoted[c.name]}"
+            quoted[c.name]
+            if c.name in keys
+            else f"{self.cast_sql('NULL', types[c.name])} AS {quoted[c.name]}"
             for c in table.columns
         )
         source = (
@@ -430,16 +464,17 @@ class SqlTarget(Target):
 
     def json_text_sql(self, expression: str) -> str:
         """SQL that turns a JSON value into its JSON text (override where a cast does not)."""
-        return f"CAST({expression} AS {self.type_name(ColumnType.STRING)})"
+        return self.cast_sql(expression, ColumnType.STRING)
 
     def _read_column(self, column: Column, present: bool) -> str:
         source = self.quote(column.name) if present else "NULL"
-        if present and not self.capabilities.read_casts:
-            return source  # the export casts the Arrow result to the table's types
-        if column.type is ColumnType.JSON:
-            value = self.json_text_sql(source)
-        else:
-            value = f"CAST({source} AS {self.type_name(column.type)})"
+        if not self.capabilities.read_casts:  # the export casts the Arrow result to the table's types
+            return source if present else f"{source} AS {self.quote(column.name)}"
+        value = (
+            self.json_text_sql(source)
+            if column.type is ColumnType.JSON
+            else self.cast_sql(source, column.type)
+        )
         return f"{value} AS {self.quote(column.name)}"
 
     def existing_tables(self, tables: Sequence[TableSpec]) -> list[TableSpec]:
@@ -467,10 +502,12 @@ class SqlTarget(Target):
         dropped = oldest if self.capabilities.partition_drop else None
         return removed + self._delete_expired_rows(spec, relation, cutoffs, dropped)
 
+    @unimplemented
     def drop_partitions(self, table: TableSpec, relation: Relation, before: datetime) -> int:
         """Drop the day partitions that end before `before`; return the rows they held."""
         raise NotImplementedError(f"{type(self).__name__} declares partition_drop but has no drop_partitions")
 
+    @unimplemented
     def expire_partitions(self, table: TableSpec, relation: Relation, days: int) -> None:
         """Let day partitions older than `days` expire by themselves."""
         raise NotImplementedError(

@@ -107,13 +107,16 @@ class HightouchTracking(LayoutTracking):
             f"WHEN status = 'aborted' THEN '{Tracked.ABORTED}' "
             f"WHEN status = 'failed' THEN '{Tracked.REJECTED}' END"
         )
-        string = t.type_name(ColumnType.STRING)
-        fields = t.json_text_sql("fields") if t.capabilities.fields_column else f"CAST(NULL AS {string})"
+        fields = (
+            t.json_text_sql("fields")
+            if t.capabilities.fields_column
+            else t.cast_sql("NULL", ColumnType.STRING)
+        )
         sql = (
-            f"SELECT sync_id, sync_run_id, CAST(NULL AS {t.type_name(ColumnType.BIGINT)}) AS batch_number, "
+            f"SELECT sync_id, sync_run_id, {t.cast_sql('NULL', ColumnType.BIGINT)} AS batch_number, "
             f"row_id AS record_identifier, op_type AS operation, {tracked} AS tracked_status, "
             "status AS layout_status, failure_reason AS status_message, error_code, batch_started_at, "
-            f"CAST(NULL AS {t.type_name(ColumnType.TIMESTAMP)}) AS batch_completed_at, "
+            f"{t.cast_sql('NULL', ColumnType.TIMESTAMP)} AS batch_completed_at, "
             f"{fields} AS record_payload "
             f"FROM {t.relation(CHANGELOG).render()} WHERE sync_id = {self.p}"
         )

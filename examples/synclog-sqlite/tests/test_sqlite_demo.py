@@ -1,34 +1,51 @@
-"""The demo on SQLite, the seeds' census and hightouch queries on what it wrote, and the plugin's
-one rule: its source imports no synclog module but the public plugin API."""
+"""The demo on SQLite through the `synclog` command, the seeds' census queries on what it wrote,
+and the plugin's one rule: it imports no synclog module but the public plugin API.
+
+Like any third party's tests, these use only public entry points: the `synclog` command (a
+subprocess), `synclog.plugin_api`, the plugin's own classes and the test kit (`synclog.testing`).
+"""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 import synclog_sqlite
-from synclog.cli.main import main
-from synclog.plugin_api import Target, TargetSettings, TargetURL
-from synclog.plugins.manager import registry
+from synclog.plugin_api import TargetSettings, TargetURL
 from synclog.testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
-from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
+from synclog_sqlite.target import SqliteTarget
 
+SYNCLOG = Path(sys.executable).with_name("synclog")
+"""The `synclog` command of the environment the tests run in."""
 SEED_NAMES = {
     "CENSUS.CENSUS.SYNC_LOG": "census.sync_log",
     "CENSUS.CENSUS.SOURCE_OBJECTS": "census.source_objects",
 }
 
 
+def synclog(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SYNCLOG), *args], capture_output=True, text=True, timeout=900)
+
+
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> Iterator[Target]:
-    db = tmp_path_factory.mktemp("demo") / "demo.sqlite"
-    assert main(["demo", "--scale", "0.02", "--target", f"sqlite:///{db}"]) == 0
-    with registry().open(TargetURL.parse(f"sqlite:///{db}"), TargetSettings(read_only=True)) as target:
-        yield target
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """The demo's target URL and what it printed."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'demo.sqlite'}"
+    done = synclog("demo", "--scale", "0.02", "--target", url)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return url, done.stdout
+
+
+@pytest.fixture
+def target(demo: tuple[str, str]) -> Iterator[SqliteTarget]:
+    opened = SqliteTarget(TargetURL.parse(demo[0]), TargetSettings(read_only=True))
+    yield opened
+    opened.close()
 
 
 def seed(sql: str) -> str:
@@ -37,38 +54,43 @@ def seed(sql: str) -> str:
     return sql
 
 
-def test_the_demo_answers_the_census_seed_queries(demo: Target) -> None:
-    assert demo.query(seed(SEED_000_BY_SYNC)).num_rows > 0
-    assert demo.query(seed(SEED_000_DELETES)).num_rows > 0
-    statuses = demo.query("SELECT status, COUNT(*) AS n FROM census.sync_log GROUP BY 1").to_pylist()
+def test_the_demo_answers_its_questions_on_sqlite(demo: tuple[str, str]) -> None:
+    printed = demo[1]
+    assert "Who entered and who left the segment in sync 1234's run 5678?" in printed
+    segment_answer = printed.split("Who entered and who left the segment", 1)[1]
+    assert "movement" in segment_answer and "entered" in segment_answer and "left" in segment_answer
+    assert "What is the most common sync error?" in printed
+
+
+def test_the_demo_answers_the_census_seed_queries(target: SqliteTarget) -> None:
+    assert target.query(seed(SEED_000_BY_SYNC)).num_rows > 0
+    assert target.query(seed(SEED_000_DELETES)).num_rows > 0
+    statuses = target.query("SELECT status, COUNT(*) AS n FROM census.sync_log GROUP BY 1").to_pylist()
     assert {r["status"] for r in statuses} == {"succeeded", "rejected"}
-    reasons = demo.query("SELECT DISTINCT invalid_reason FROM census.sync_log").column(0).to_pylist()
+    reasons = target.query("SELECT DISTINCT invalid_reason FROM census.sync_log").column(0).to_pylist()
     assert {"NULL", "DUPLICATE"} <= set(reasons)
 
 
-def test_the_demo_answers_the_hightouch_seed_queries(demo: Target) -> None:
-    errors = demo.query(SEED_002_ERRORS).to_pylist()
-    assert errors and all(r["c"] > 0 for r in errors)
-    moves = {r["type"] for r in demo.query(SEED_002_ENTER_EXIT).to_pylist()}
-    assert {"added", "removed"} <= moves
+def test_records_command_reads_the_demo(demo: tuple[str, str]) -> None:
+    done = synclog("records", "--target", demo[0], "--sync", "1234", "--status", "rejected")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rejected" in done.stdout
 
 
-def test_records_command_reads_the_demo(demo: Target, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["records", "--target", str(demo.url), "--sync", "1234", "--status", "rejected"]) == 0
-    assert "rejected" in capsys.readouterr().out
-
-
-def test_the_plugin_imports_only_the_public_plugin_api() -> None:
+def imported_synclog_modules(folder: Path) -> set[str]:
+    """Every `synclog.*` module the Python files of `folder` import."""
     imported = set()
-    for source in Path(synclog_sqlite.__file__).parent.glob("*.py"):
+    for source in folder.glob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
-                names = (
-                    [f"{node.module}.{a.name}" for a in node.names]
-                    if node.module == "synclog"
-                    else [node.module]
-                )
-                imported.update(names)
+                is_package = node.module == "synclog"
+                imported.update([f"synclog.{a.name}" for a in node.names] if is_package else [node.module])
             elif isinstance(node, ast.Import):
                 imported.update(a.name for a in node.names)
-    assert {name for name in imported if name.split(".")[0] == "synclog"} == {"synclog.plugin_api"}
+    return {name for name in imported if name.split(".")[0] == "synclog"}
+
+
+def test_the_plugin_and_its_tests_import_only_public_modules() -> None:
+    assert imported_synclog_modules(Path(synclog_sqlite.__file__).parent) == {"synclog.plugin_api"}
+    tests = imported_synclog_modules(Path(__file__).parent)
+    assert all(name == "synclog.plugin_api" or name.startswith("synclog.testing.") for name in tests)

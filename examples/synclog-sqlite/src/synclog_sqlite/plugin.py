@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from synclog import plugin_api as api
 from synclog_sqlite.target import CAPABILITIES, SqliteTarget
 
@@ -22,6 +20,6 @@ TARGET_TYPE = api.TargetType(
 
 
 @api.hookimpl
-def synclog_register_targets(register: Callable[[api.TargetType], None]) -> None:
+def synclog_register_targets(register: api.TargetRegister) -> None:
     """Register the SQLite target."""
     register(TARGET_TYPE)

@@ -33,7 +33,6 @@ CAPABILITIES = api.Capabilities(
     replace_view=False,
     schemas=api.Schemas.ATTACHED,
     read_casts=False,
-    qualify=False,
     staging=api.Staging.FILES,
 )
 
@@ -55,7 +54,7 @@ Anything else (SQL SQLite rejects) is a bug and passes through as it is."""
 class SqliteTarget(api.SqlTarget):
     """A SQLite database file (or `sqlite:///:memory:`), with a file per schema."""
 
-    capabilities: ClassVar[api.Capabilities] = CAPABILITIES
+    capabilities = CAPABILITIES
     placeholder: ClassVar[str] = "?"
     type_names: ClassVar[dict[api.ColumnType, str]] = {
         api.ColumnType.BIGINT: "INTEGER",

@@ -14,8 +14,7 @@ from google.api_core import exceptions
 from google.auth import exceptions as auth_exceptions
 from google.cloud import bigquery
 
-from synclog.errors import ConfigError, outages
-from synclog.urls import TargetURL
+from synclog.plugin_api import ConfigError, TargetURL, outages
 
 OUTAGES: tuple[type[BaseException], ...] = (
     exceptions.InternalServerError,

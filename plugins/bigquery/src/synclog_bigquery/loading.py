@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 from google.cloud import bigquery
 
-from synclog.targets import export
+from synclog.plugin_api import write_batches
 
 INLINE_ROWS = 1_000
 """Loads of up to this many rows go inline, as a query parameter, not as a load job…"""
@@ -39,7 +39,7 @@ def load_job(
     """Append `batches` (of `schema`) to the table `stage` with one load job; return the rows loaded."""
     with tempfile.TemporaryDirectory(prefix="synclog-bigquery-") as folder:
         merged = Path(folder) / "stage.parquet"
-        export.write_batches(str(merged), schema, batches)
+        write_batches(str(merged), schema, batches)
         with merged.open("rb") as handle:
             job = client.load_table_from_file(handle, stage, job_config=job_config(fields))
         job.result()

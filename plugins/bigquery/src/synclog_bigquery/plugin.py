@@ -2,30 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from synclog.plugin_api import (
-    Capabilities,
-    Casefold,
-    Staging,
-    Target,
-    TargetSettings,
-    TargetType,
-    TargetURL,
-    hookimpl,
-)
-
-CAPABILITIES = Capabilities(
-    json_type="JSON",
-    casefold=Casefold.LOWER,
-    max_identifier_length=300,
-    transactions=True,
-    transactional_ddl=False,
-    merge=True,
-    partition_expiry=True,
-    staging=Staging.FILES,
-)
-
+from synclog.plugin_api import Target, TargetRegister, TargetSettings, TargetType, TargetURL, hookimpl
+from synclog_bigquery.capabilities import CAPABILITIES
 
 SYNCLOG_PLUGIN_API = 1
 """The plugin API this plugin is built for (`synclog.plugin_api.PLUGIN_API_VERSION`)."""
@@ -49,6 +27,6 @@ TARGET_TYPE = TargetType(
 
 
 @hookimpl
-def synclog_register_targets(register: Any) -> None:
+def synclog_register_targets(register: TargetRegister) -> None:
     """Register the BigQuery target."""
     register(TARGET_TYPE)

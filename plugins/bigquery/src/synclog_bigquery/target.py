@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -20,19 +19,25 @@ import pyarrow as pa
 from google.api_core.exceptions import BadRequest, GoogleAPIError, NotFound
 from google.cloud import bigquery
 
-from synclog.capabilities import Capabilities
-from synclog.config import DEFAULT_RETENTION_DAYS
-from synclog.errors import ConfigError, TargetError, first_line, outages
-from synclog.naming import Relation
-from synclog.storage.manifest import Manifest
-from synclog.targets import export
-from synclog.targets.base import TargetSettings
-from synclog.targets.sql import SqlTarget, Statement
-from synclog.targets.tables import Column, ColumnType, TableSpec
-from synclog.urls import TargetURL
+from synclog.plugin_api import (
+    DEFAULT_RETENTION_DAYS,
+    Column,
+    ColumnType,
+    ConfigError,
+    Manifest,
+    Relation,
+    SqlTarget,
+    Statement,
+    TableSpec,
+    TargetError,
+    TargetSettings,
+    TargetURL,
+    first_line,
+    outages,
+)
+from synclog_bigquery.capabilities import CAPABILITIES
 from synclog_bigquery.connection import OUTAGES, ConnectionSettings, named_markers, query_parameters
 from synclog_bigquery.loading import INLINE_BYTES, INLINE_ROWS, inline_rows, load_job, uri_load_job
-from synclog_bigquery.plugin import CAPABILITIES
 
 CLUSTER_BY = ("sync_id", "sync_run_id")
 EXPIRY_OPTION = "partition_expiration_days"
@@ -48,7 +53,7 @@ _CONCURRENT_UPDATE = "concurrent update"
 class BigQueryTarget(SqlTarget):
     """Log tables in BigQuery datasets (`census`, `hightouch_audit`) of one project."""
 
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
+    capabilities = CAPABILITIES
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "INT64",
         ColumnType.INTEGER: "INT64",
@@ -67,12 +72,6 @@ class BigQueryTarget(SqlTarget):
         self._datasets: set[str] = set()
 
     # -- names ---------------------------------------------------------------------------------
-
-    def relation(self, table: TableSpec, name: str | None = None) -> Relation:
-        return replace(super().relation(table, name), quote="`")
-
-    def quote(self, name: str) -> str:
-        return Relation(schema="s", name="n", quote="`").quoted(self.capabilities.casefold.apply(name))
 
     def table_ref(self, relation: Relation) -> bigquery.TableReference:
         """The API's name for `relation` in this target's project."""
@@ -120,10 +119,10 @@ class BigQueryTarget(SqlTarget):
             return job.to_arrow(create_bqstorage_client=False)
 
     def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """The finished query's result page by page (`CHUNK_ROWS` rows a page), fetched as consumed."""
+        """The finished query's result page by page (`chunk_rows` rows a page), fetched as consumed."""
         job = self._run(sql, params)
         with self._errors("reading a result"):
-            pages = iter(job.result(page_size=export.CHUNK_ROWS).to_arrow_iterable())
+            pages = iter(job.result(page_size=self.chunk_rows).to_arrow_iterable())
         while True:
             with self._errors("reading a result"):
                 page = next(pages, None)
@@ -136,8 +135,10 @@ class BigQueryTarget(SqlTarget):
         """A BigQuery session holding one multi-statement transaction."""
         if self._session is not None:
             raise RuntimeError("BigQuery transactions do not nest")
-        begin = self._run("BEGIN TRANSACTION", create_session=True)
-        self._session = begin.session_info.session_id
+        session = self._run("BEGIN TRANSACTION", create_session=True).session_info
+        if session is None:
+            raise TargetError("BigQuery opened no session for the transaction")
+        self._session = session.session_id
         try:
             yield
             self._run("COMMIT TRANSACTION")

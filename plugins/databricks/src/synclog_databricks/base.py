@@ -11,12 +11,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import ClassVar
 
-from synclog.errors import ConfigError
-from synclog.naming import Relation
-from synclog.targets.base import TargetSettings
-from synclog.targets.sql import SqlTarget
-from synclog.targets.tables import Column, ColumnType, TableSpec
-from synclog.urls import TargetURL
+from synclog.plugin_api import (
+    Column,
+    ColumnType,
+    ConfigError,
+    Relation,
+    SqlTarget,
+    TableSpec,
+    TargetSettings,
+    TargetURL,
+)
 
 
 class DatabricksTarget(SqlTarget):
@@ -43,12 +47,6 @@ class DatabricksTarget(SqlTarget):
         return self.capabilities.json_type == "VARIANT"
 
     # -- names ---------------------------------------------------------------------------------
-
-    def relation(self, table: TableSpec, name: str | None = None) -> Relation:
-        return replace(super().relation(table, name), quote="`")
-
-    def quote(self, name: str) -> str:
-        return Relation(schema="s", name="n", quote="`").quoted(self.capabilities.casefold.apply(name))
 
     # -- DDL -----------------------------------------------------------------------------------
 

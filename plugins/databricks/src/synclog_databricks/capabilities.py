@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from synclog.capabilities import Capabilities, Casefold, Staging
+from synclog.plugin_api import Capabilities, Casefold, Staging
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 """VARIANT values hold at most 16 MiB on current runtimes (128 MiB on some); STRING payloads get the
@@ -13,6 +13,7 @@ same limit, since a larger row exhausts a Spark task's memory long before."""
 DELTA = Capabilities(
     json_type="STRING",
     casefold=Casefold.LOWER,
+    identifier_quote="`",
     max_identifier_length=255,
     three_part_names=True,
     transactions=False,

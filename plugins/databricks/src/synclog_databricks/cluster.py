@@ -22,16 +22,21 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from synclog.capabilities import Capabilities
-from synclog.errors import ConfigError
-from synclog.naming import Relation
-from synclog.spark import spark_session
-from synclog.storage.files import write_frame
-from synclog.storage.manifest import Manifest
-from synclog.targets.base import Cutoffs, Target, TargetSettings
-from synclog.targets.sql import Statement
-from synclog.targets.tables import Column, ColumnType, TableSpec
-from synclog.urls import TargetURL
+from synclog.plugin_api import (
+    Column,
+    ColumnType,
+    ConfigError,
+    Cutoffs,
+    Manifest,
+    Relation,
+    Statement,
+    TableSpec,
+    Target,
+    TargetSettings,
+    TargetURL,
+    spark_session,
+    write_frame,
+)
 from synclog_databricks import partitions
 from synclog_databricks.base import DatabricksTarget
 from synclog_databricks.capabilities import DELTA, PARQUET
@@ -62,7 +67,7 @@ def session_format(spark: SparkSession) -> str:
 class SparkTarget(DatabricksTarget):
     """Delta tables in a catalog of the Spark session; one MERGE per swap."""
 
-    capabilities: ClassVar[Capabilities] = DELTA
+    capabilities = DELTA
 
     def __init__(
         self, url: TargetURL, settings: TargetSettings, spark: SparkSession, given: Mapping[str, str]
@@ -133,7 +138,7 @@ class ParquetTarget(SparkTarget):
     can lose one's rows; Delta has none of these limits.
     """
 
-    capabilities: ClassVar[Capabilities] = PARQUET
+    capabilities = PARQUET
     table_format: ClassVar[str] = "PARQUET"
 
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from synclog.errors import ConfigError
-from synclog.naming import check_name
-from synclog.targets.base import TargetSettings
-from synclog.urls import TargetURL
+from synclog.plugin_api import ConfigError, TargetSettings, TargetURL, check_name
 
 DEFAULT_CATALOG = "census"
 JSON_TYPES = {"string": "STRING", "variant": "VARIANT"}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from synclog.targets.tables import TableSpec
+from synclog.plugin_api import TableSpec
 
 DAY = "_synclog_day"
 SYNC = "_synclog_sync"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from synclog.plugin_api import Target, TargetSettings, TargetType, TargetURL, hookimpl
+from synclog.plugin_api import Target, TargetRegister, TargetSettings, TargetType, TargetURL, hookimpl
 from synclog_databricks.capabilities import DELTA, WAREHOUSE
 
 SYNCLOG_PLUGIN_API = 1
@@ -43,7 +41,7 @@ WAREHOUSE_TYPE = TargetType(
 
 
 @hookimpl
-def synclog_register_targets(register: Any) -> None:
+def synclog_register_targets(register: TargetRegister) -> None:
     """Register the in-cluster and the SQL warehouse targets."""
     register(CLUSTER)
     register(WAREHOUSE_TYPE)

@@ -18,20 +18,22 @@ import os
 import posixpath
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any
 
 import databricks.sql
 import pyarrow as pa
 from databricks.sql.exc import OperationalError
 
-from synclog.capabilities import Capabilities
-from synclog.errors import ConfigError, outages
-from synclog.naming import Relation, check_name
-from synclog.storage.manifest import Manifest
-from synclog.targets import export
-from synclog.targets.base import TargetSettings
-from synclog.targets.tables import TableSpec
-from synclog.urls import TargetURL
+from synclog.plugin_api import (
+    ConfigError,
+    Manifest,
+    Relation,
+    TableSpec,
+    TargetSettings,
+    TargetURL,
+    check_name,
+    outages,
+)
 from synclog_databricks import sources
 from synclog_databricks.base import DatabricksTarget
 from synclog_databricks.capabilities import WAREHOUSE
@@ -54,7 +56,7 @@ warehouse refused a statement) is not among them."""
 class WarehouseTarget(DatabricksTarget):
     """Delta tables written through a SQL warehouse."""
 
-    capabilities: ClassVar[Capabilities] = WAREHOUSE
+    capabilities = WAREHOUSE
 
     def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
         given = settings.options_for(url, OPTIONS)
@@ -126,9 +128,9 @@ class WarehouseTarget(DatabricksTarget):
             return pa.table({d[0]: pa.array([], pa.null()) for d in cursor.description})
 
     def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """The result `export.CHUNK_ROWS` rows at a time, one record batch per chunk."""
+        """The result `chunk_rows` rows at a time, one record batch per chunk."""
         with self._cursor(sql, params) as cursor:
-            while (chunk := cursor.fetchmany_arrow(export.CHUNK_ROWS)).num_rows:
+            while (chunk := cursor.fetchmany_arrow(self.chunk_rows)).num_rows:
                 yield from chunk.combine_chunks().to_batches()
 
     @contextmanager

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from synclog.targets.tables import ColumnType
+from synclog.plugin_api import ColumnType
 
 SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
 """The stream's header: the signature, then int32 flags and header-extension length (both 0)."""

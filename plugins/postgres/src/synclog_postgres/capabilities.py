@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from synclog.capabilities import Capabilities, Casefold, Staging
+from synclog.plugin_api import Capabilities, Casefold, Staging
 
 CAPABILITIES = Capabilities(
     json_type="JSONB",
@@ -13,7 +13,6 @@ CAPABILITIES = Capabilities(
     partition_drop=True,
     staging=Staging.EXECUTORS,
     max_json_bytes=16 * 1024 * 1024,
-    qualify=False,
 )
 """jsonb holds up to 255 MiB, but a row that size exhausts a Spark task's memory long before
 (a 64 MiB payload already does with 2 GB): payload text above 16 MiB is truncated with a marker."""

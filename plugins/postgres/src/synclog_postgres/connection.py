@@ -8,8 +8,7 @@ from typing import Any
 import psycopg
 from psycopg.types.string import TextLoader
 
-from synclog.errors import ConfigError, outages
-from synclog.urls import TargetURL
+from synclog.plugin_api import ConfigError, TargetURL, outages
 
 OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError, psycopg.InternalError)
 """The server is unreachable, went away, shut down, ran out of resources or cancelled the

@@ -18,9 +18,7 @@ import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from synclog.errors import TargetError, first_line
-from synclog.plugin_api import by_name
-from synclog.targets.tables import ColumnType
+from synclog.plugin_api import ColumnType, TargetError, by_name, first_line
 from synclog_postgres import binary
 from synclog_postgres.connection import OUTAGES, connect
 

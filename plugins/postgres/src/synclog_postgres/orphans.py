@@ -20,8 +20,7 @@ from typing import Any
 
 import psycopg
 
-from synclog.naming import Relation
-from synclog.targets.sql import STAGE_PREFIX
+from synclog.plugin_api import STAGE_PREFIX, Relation
 
 LEDGER = "_parts"
 STAGE_PATTERN = re.compile(rf"^{STAGE_PREFIX}[0-9a-f]{{16}}({LEDGER})?$")

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from synclog.naming import Relation
+from synclog.plugin_api import Relation
 
 _SUFFIX = re.compile(r"_p(\d{8})$")
 

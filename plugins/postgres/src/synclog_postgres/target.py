@@ -9,14 +9,20 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from synclog.capabilities import Capabilities
-from synclog.errors import InputError, TargetError, outages
-from synclog.naming import Relation, check_name
-from synclog.targets import export
-from synclog.targets.base import TargetSettings
-from synclog.targets.sql import SqlTarget, Statement
-from synclog.targets.tables import ColumnType, TableSpec
-from synclog.urls import TargetURL
+from synclog.plugin_api import (
+    ColumnType,
+    InputError,
+    Relation,
+    SqlTarget,
+    Statement,
+    TableSpec,
+    TargetError,
+    TargetSettings,
+    TargetURL,
+    check_name,
+    outages,
+    rows_batch,
+)
 from synclog_postgres import orphans, partitions
 from synclog_postgres.capabilities import CAPABILITIES
 from synclog_postgres.connection import OUTAGES, connect, conninfo
@@ -30,7 +36,7 @@ _DDL_LOCK_CLASS = orphans.LOCK_CLASS + 1
 class PostgresTarget(SqlTarget):
     """A PostgreSQL database; tables with a time column are partitioned by UTC day."""
 
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
+    capabilities = CAPABILITIES
     placeholder: ClassVar[str] = "%s"
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "BIGINT",
@@ -67,8 +73,8 @@ class PostgresTarget(SqlTarget):
         return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
 
     def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """Stream the result through a server-side cursor, `export.CHUNK_ROWS` rows at a time."""
-        chunk = export.CHUNK_ROWS
+        """Stream the result through a server-side cursor, `chunk_rows` rows at a time."""
+        chunk = self.chunk_rows
         with (
             self._errors(),
             self.connection.transaction(),  # a cursor without HOLD lives inside a transaction
@@ -76,7 +82,7 @@ class PostgresTarget(SqlTarget):
         ):
             cursor.execute(sql, list(params) or None)
             for rows in iter(lambda: cursor.fetchmany(chunk), []):
-                yield export.rows_batch(rows, schema)
+                yield rows_batch(rows, schema)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

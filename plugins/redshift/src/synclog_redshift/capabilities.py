@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from synclog.capabilities import Capabilities, Casefold, FileFormat, Staging
+from synclog.plugin_api import Capabilities, Casefold, FileFormat, Staging
 
 MAX_ROW_BYTES = 4 * 1024 * 1024
 """COPY reads no JSON object, and no input row of any format, above 4 MB (AWS: copy_json,

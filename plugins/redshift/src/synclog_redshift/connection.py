@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -9,9 +10,7 @@ from typing import Any
 
 import redshift_connector
 
-from synclog.errors import ConfigError, outages
-from synclog.storage.location import Location
-from synclog.urls import TargetURL
+from synclog.plugin_api import ConfigError, Location, TargetURL, outages
 
 OUTAGES = (redshift_connector.InterfaceError, redshift_connector.OperationalError)
 """The driver's connection failures (refused, timed out, closed, failed authentication): the write
@@ -77,7 +76,7 @@ class ConnectionSettings:
         statement slower than it: once connected, the socket blocks again without a time limit.
         """
         with outages(OUTAGES, f"cannot connect to {where}"):
-            connection = redshift_connector.connect(**self.kwargs, timeout=self.connect_timeout)
+            connection = redshift_connector.connect(**self.kwargs, timeout=math.ceil(self.connect_timeout))
             connection._usock.settimeout(None)
             connection.autocommit = True
             cursor = connection.cursor()

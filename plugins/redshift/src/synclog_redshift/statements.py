@@ -7,8 +7,7 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any
 
-from synclog.storage.location import Location
-from synclog.storage.manifest import Manifest, StoredFile
+from synclog.plugin_api import Location, Manifest, StoredFile
 from synclog_redshift.connection import S3Access
 
 UNLOAD_MANIFEST = "manifest"

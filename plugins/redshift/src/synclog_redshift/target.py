@@ -11,16 +11,21 @@ from typing import Any, ClassVar
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from synclog.capabilities import Capabilities
-from synclog.errors import ConfigError, TargetError, outages
-from synclog.naming import Relation
-from synclog.storage.files import published
-from synclog.storage.location import Location
-from synclog.storage.manifest import Manifest
-from synclog.targets.base import TargetSettings
-from synclog.targets.sql import SqlTarget, Statement
-from synclog.targets.tables import ColumnType, TableSpec
-from synclog.urls import TargetURL
+from synclog.plugin_api import (
+    ColumnType,
+    ConfigError,
+    Location,
+    Manifest,
+    Relation,
+    SqlTarget,
+    Statement,
+    TableSpec,
+    TargetError,
+    TargetSettings,
+    TargetURL,
+    outages,
+    published,
+)
 from synclog_redshift import statements
 from synclog_redshift.capabilities import CAPABILITIES
 from synclog_redshift.connection import OUTAGES, ConnectionSettings, S3Access
@@ -41,7 +46,7 @@ class TemporaryTable(Relation):
 class RedshiftTarget(SqlTarget):
     """A Redshift database; staging and read-backs go through `storage` on S3."""
 
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
+    capabilities = CAPABILITIES
     placeholder: ClassVar[str] = "%s"
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "BIGINT",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from synclog.capabilities import Capabilities, Casefold, Staging
+from synclog.plugin_api import Capabilities, Casefold, Staging
 
 MAX_VARIANT_BYTES = 16 * 1024 * 1024
 """Snowflake's limit for one VARIANT value (16 MB)."""

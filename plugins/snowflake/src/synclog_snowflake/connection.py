@@ -7,10 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from synclog.errors import ConfigError
-from synclog.naming import check_name
-from synclog.targets.base import TargetSettings
-from synclog.urls import TargetURL
+from synclog.plugin_api import ConfigError, TargetSettings, TargetURL, check_name
 
 DEFAULT_DATABASE = "CENSUS"
 PASSWORD_ENV = "SNOWFLAKE_PASSWORD"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from synclog.plugin_api import Target, TargetSettings, TargetType, TargetURL, hookimpl
+from synclog.plugin_api import Target, TargetRegister, TargetSettings, TargetType, TargetURL, hookimpl
 from synclog_snowflake.capabilities import CAPABILITIES
 
 SYNCLOG_PLUGIN_API = 1
@@ -28,6 +26,6 @@ TARGET_TYPE = TargetType(
 
 
 @hookimpl
-def synclog_register_targets(register: Any) -> None:
+def synclog_register_targets(register: TargetRegister) -> None:
     """Register the Snowflake target."""
     register(TARGET_TYPE)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from synclog.errors import ConfigError
-from synclog.naming import Relation
-from synclog.targets.tables import Column, ColumnType, TableSpec
+from synclog.plugin_api import Column, ColumnType, ConfigError, Relation, TableSpec
 
 
 def put_sql(path: str, stage: Relation, prefix: str) -> str:

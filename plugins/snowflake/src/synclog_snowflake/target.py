@@ -13,15 +13,20 @@ import pyarrow as pa
 import snowflake.connector
 from snowflake.connector import errors
 
-from synclog.capabilities import Capabilities
-from synclog.errors import TargetError, first_line, outages
-from synclog.naming import Relation
-from synclog.storage.manifest import Manifest, StoredFile
-from synclog.targets import export
-from synclog.targets.base import TargetSettings
-from synclog.targets.sql import SqlTarget
-from synclog.targets.tables import ColumnType, TableSpec
-from synclog.urls import TargetURL
+from synclog.plugin_api import (
+    ColumnType,
+    Manifest,
+    Relation,
+    SqlTarget,
+    StoredFile,
+    TableSpec,
+    TargetError,
+    TargetSettings,
+    TargetURL,
+    first_line,
+    outages,
+    rows_batch,
+)
 from synclog_snowflake.capabilities import CAPABILITIES
 from synclog_snowflake.connection import ConnectionSettings, connection_settings
 from synclog_snowflake.external import (
@@ -61,7 +66,7 @@ DatabaseError after connecting ("Connection is closed": this target closed it).
 class SnowflakeTarget(SqlTarget):
     """A Snowflake database (CENSUS by default) reached with `snowflake-connector-python`."""
 
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
+    capabilities = CAPABILITIES
     placeholder: ClassVar[str] = "?"
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "NUMBER(38,0)",
@@ -120,7 +125,7 @@ class SnowflakeTarget(SqlTarget):
         return pa.Table.from_arrays(arrays, names=names)
 
     def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """The result `fetchmany(CHUNK_ROWS)` at a time, typed with `schema`.
+        """The result `fetchmany(self.chunk_rows)` at a time, typed with `schema`.
 
         The connector downloads the result's chunks as the rows are consumed (a few ahead), so
         the driver holds one chunk of rows and a few of the warehouse's result chunks at most.
@@ -129,10 +134,10 @@ class SnowflakeTarget(SqlTarget):
         try:
             while True:
                 with self._errors():
-                    rows = cursor.fetchmany(export.CHUNK_ROWS)
+                    rows = cursor.fetchmany(self.chunk_rows)
                 if not rows:
                     return
-                yield export.rows_batch(rows, schema)
+                yield rows_batch(rows, schema)
         finally:
             cursor.close()
 

@@ -1,12 +1,12 @@
-"""A TCP forwarder on a loopback port: the server behind it is "down" until it runs.
+"""Outages of network targets for the conformance suite: a TCP forwarder on a loopback port.
 
-Tests point a target at the forwarder's port to stage an outage and a recovery with a real
-server: nothing listens there before `forward()` starts and after it ends.
+The server is "down" while nothing listens on the port the target's URL names, and "up" while
+`forward` pipes that port to the real server; leaving `forward` cuts the connections it
+carried, as a failing server would:
 
-    port = free_port()
-    url = f"postgresql://user@127.0.0.1:{port}/db"      # down: connection refused
-    with forward(port, pg.host, pg.port):              # up: bytes flow to the real server
-        ...
+    @pytest.fixture
+    def outage(self, target_url):
+        yield tcp_outage(target_url, "127.0.0.1", 5432)   # the server target_url names
 """
 
 from __future__ import annotations
@@ -16,8 +16,27 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+from synclog.testing.outage import Outage
+
 HOST = "127.0.0.1"
 _CHUNK = 1 << 16
+
+
+def free_port(host: str = HOST) -> int:
+    """A port nothing listens on right now (another process may still take it: retry on a clash)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def tcp_outage(url: str, host: str, port: int) -> Outage:
+    """The server at `host:port`, which `url` names, behind a loopback port nothing listens on
+    until `up` forwards it there; leaving `up` cuts the connections (`goes_down_again`)."""
+    local = free_port()
+    down = url.replace(f"{host}:{port}", f"{HOST}:{local}", 1)
+    if down == url:
+        raise ValueError(f"the URL does not name {host}:{port}")
+    return Outage(down, lambda: forward(local, host, port), goes_down_again=True)
 
 
 @contextmanager
