@@ -6,6 +6,11 @@ from synclog.docs_gen.markdown import code, header, table
 from synclog.plugins.manager import registry
 
 
+def _cell(value: str) -> str:
+    """A capability's value; a quote character shown as code, as written in SQL."""
+    return code(value) if value in ('"', "`") else value
+
+
 def page() -> str:
     """The targets the installed plugins register, then their capabilities side by side."""
     types = registry().types()
@@ -18,9 +23,8 @@ def page() -> str:
     )
     by_target = [dict(t.capabilities.as_rows()) for t in types]
     names = list(by_target[0]) if by_target else []
-    matrix = table(
-        ["capability", *[t.name for t in types]], [[name, *[c[name] for c in by_target]] for name in names]
-    )
+    rows = [[name, *[_cell(c[name]) for c in by_target]] for name in names]
+    matrix = table(["capability", *[t.name for t in types]], rows)
     return (
         header("Capability matrix", "the installed targets' `Capabilities`")
         + "What each target installed with synclog and its plugins declares (`synclog plugins` prints "

@@ -17,8 +17,10 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def code(text: str) -> str:
-    """`text` as inline code, or an empty cell."""
-    return f"`{text}`" if text else ""
+    """`text` as inline code (fenced by two backticks when it holds one), or an empty cell."""
+    if not text:
+        return ""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _row(cells: Sequence[str]) -> str:
