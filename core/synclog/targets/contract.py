@@ -8,15 +8,20 @@ it with one line naming the missing methods.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from synclog.capabilities import Capabilities, Schemas, Staging
 from synclog.errors import ConfigError
 
-if TYPE_CHECKING:
-    from synclog.targets.base import Target
-
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+class TargetClass(Protocol):
+    """What the checks read of a target class (`Target` or a subclass: the contract is below it)."""
+
+    def needed_methods(self, capabilities: Capabilities) -> list[str]: ...
+
+
 _UNIMPLEMENTED = "__synclog_unimplemented__"
 
 WRITE_METHODS: tuple[str, ...] = (
@@ -64,7 +69,7 @@ RETENTION_HOOKS = ("drop_partitions", "expire_partitions")
 """What only `SqlTarget.delete_expired` calls: a class with its own retention needs neither."""
 
 
-def missing_methods(cls: type[Target], capabilities: Capabilities) -> list[str]:
+def missing_methods(cls: TargetClass, capabilities: Capabilities) -> list[str]:
     """The methods `cls` needs (`cls.needed_methods`) but leaves abstract or `unimplemented`."""
     abstract: frozenset[str] = getattr(cls, "__abstractmethods__", frozenset())
     missing = []
@@ -75,12 +80,13 @@ def missing_methods(cls: type[Target], capabilities: Capabilities) -> list[str]:
     return missing
 
 
-def check_target_class(name: str, cls: type[Target], capabilities: Capabilities) -> None:
+def check_target_class(name: str, cls: TargetClass, capabilities: Capabilities) -> None:
     """Refuse a target class that lacks a method its layouts or capabilities call."""
     missing = missing_methods(cls, capabilities)
     if missing:
         layouts = ", ".join(capabilities.layouts)
         raise ConfigError(
-            f"target {name!r} ({cls.__module__}.{cls.__qualname__}) holds the {layouts} layout(s) "
+            f"target {name!r} ({getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls)}) "
+            f"holds the {layouts} layout(s) "
             f"but does not implement {', '.join(missing)}"
         )
