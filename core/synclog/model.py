@@ -163,7 +163,8 @@ class Run:
     the sync's previous snapshot holds and the records lack has left the model (`removed`)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """The engine's own fields of the run (JSON-ready), e.g. its sync name and run UUID: kept in
-    the run store while the run is open and, on the lake, in the run's metadata.json (`extra`)."""
+    the run store while the run is open, then in the lake's metadata.json and hightouch's
+    `sync_runs.extra`; `synclog runs` and the page show them."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Run:

@@ -40,6 +40,7 @@ the sync's latest run changes nothing. An older run than the snapshot's newest i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -132,6 +133,7 @@ RUNS = TableSpec(
         Col("started_at", C.TIMESTAMP, "When the run started"),
         Col("finished_at", C.TIMESTAMP, "When the run finished"),
         *_COUNTS,
+        Col("extra", C.JSON, "The engine's own fields of the run (Run.extra: its names, its run id)"),
     ),
     replace_key=("sync_run_id",),
 )
@@ -327,6 +329,7 @@ def _run_row(run: Run, counts: dict[tuple[str, str], int]) -> dict[str, Any]:
         "error": run.error,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
+        "extra": json.dumps(run.extra) if run.extra else None,
     }
     for op_type, op in _OPS.items():
 

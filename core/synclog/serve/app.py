@@ -128,7 +128,7 @@ def is_loopback(host: str) -> bool:
 def create_app(viewer: Viewer, token: str | None = None) -> Starlette:
     """The web app over `viewer`; with `token`, every request must carry it."""
     env = Environment(loader=PackageLoader("synclog.serve", "templates"), autoescape=True)
-    env.filters.update(when=_when, number=_number)
+    env.filters.update(when=_when, number=_number, fields=_fields)
     css = resources.files("synclog.serve").joinpath("static/style.css").read_text(encoding="utf-8")
     pages = _Pages(viewer, env)
 
@@ -385,6 +385,17 @@ def _when(value: datetime | None) -> str:
 
 def _number(value: int | None) -> str:
     return "" if value is None else f"{value:,}"
+
+
+def _fields(text: str | None) -> list[tuple[str, str]]:
+    """The top-level fields of a JSON object (a run's `extra`) as (name, value) pairs to show."""
+    try:
+        found = json.loads(text) if text else {}
+    except ValueError:
+        return [("", text or "")]
+    if not isinstance(found, dict):
+        return [("", str(found))]
+    return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in found.items()]
 
 
 _Next = Callable[[Request], Awaitable[Response]]

@@ -42,6 +42,7 @@ RUN_COUNTS = pa.schema(
         ("started_at", _TIME),
         ("finished_at", _TIME),
         ("status", pa.string()),
+        ("extra", pa.string()),
         ("records", pa.int64()),
         ("succeeded", pa.int64()),
         ("failed", pa.int64()),
@@ -50,7 +51,9 @@ RUN_COUNTS = pa.schema(
         ("aborted", pa.int64()),
     ]
 )
-"""What a layout's `runs` answers: one row per run, newest first, records counted by status."""
+"""What a layout's `runs` answers: one row per run, newest first, records counted by status.
+`extra` is the engine's own fields of the run (`Run.extra`: its names, its run id) as JSON text,
+where the layout keeps them (the lake's metadata.json, hightouch's `sync_runs`), else NULL."""
 
 RUNS = RUN_COUNTS.append(pa.field("top_error_code", pa.string()))
 """The columns of `find_runs`: one row per run, newest first, records counted by status, and

@@ -46,6 +46,7 @@ _METADATA = {
     "started_at": "TIMESTAMPTZ",
     "finished_at": "TIMESTAMPTZ",
     "status": "VARCHAR",
+    "extra": "VARCHAR",
 }
 
 
@@ -107,7 +108,8 @@ class LakeTracking(LayoutTracking):
                 "CAST(json ->> 'sync_run_id' AS BIGINT) AS sync_run_id, "
                 "CAST(json ->> 'sync_run_started_at' AS TIMESTAMPTZ) AS started_at, "
                 "CAST(json ->> 'sync_run_finished_at' AS TIMESTAMPTZ) AS finished_at, "
-                "json ->> 'sync_run_status' AS status FROM read_json_objects(?)"
+                "json ->> 'sync_run_status' AS status, json ->> 'extra' AS extra "
+                "FROM read_json_objects(?)"
             )
             params.append(metadata)
         numbers = ", ".join(f"COALESCE(c.{name}, 0) AS {name}" for name in _NUMBERS)
@@ -115,7 +117,7 @@ class LakeTracking(LayoutTracking):
             f"WITH c AS ({counted}), m AS ({described}) SELECT COALESCE(m.sync_id, c.sync_id) AS sync_id, "
             "COALESCE(m.sync_run_id, c.sync_run_id) AS sync_run_id, "
             "COALESCE(m.started_at, c.first_batch) AS started_at, m.finished_at, "
-            f"COALESCE(m.status, 'running') AS status, {numbers} "
+            f"COALESCE(m.status, 'running') AS status, m.extra, {numbers} "
             "FROM m FULL OUTER JOIN c ON m.sync_run_id = c.sync_run_id "
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )

@@ -72,6 +72,7 @@ class CensusTracking(LayoutTracking):
             "MAX(batch_completed_at) AS finished_at, "
             f"CASE WHEN {_number_of(Tracked.ABORTED)} = 0 THEN 'succeeded' "
             f"WHEN {_number_of(Tracked.SUCCEEDED)} > 0 THEN 'partial' ELSE 'failed' END AS status, "
+            f"{self.sql_target.cast_sql('NULL', ColumnType.STRING)} AS extra, "
             f"COUNT(*) AS records, {counts()} FROM ({source.sql}) t GROUP BY sync_id, sync_run_id "
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
@@ -140,6 +141,7 @@ class HightouchTracking(LayoutTracking):
         sql = (
             "SELECT r.sync_id, r.sync_run_id, r.started_at, r.finished_at, "
             f"CASE WHEN {partial} THEN 'partial' ELSE r.status END AS status, "
+            f"{self.sql_target.json_text_sql('r.extra')} AS extra, "
             f"{total('planned')} AS records, {total('succeeded')} - {invalid('succeeded')} AS succeeded, "
             f"{total('failed')} + {invalid('succeeded')} + {invalid('aborted')} AS failed, "
             f"{total('failed')} - c.invalid_failed AS rejected, c.invalid AS invalid, "
