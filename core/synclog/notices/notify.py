@@ -234,11 +234,13 @@ class Notices:
         return [row for row in table.to_pylist() if row["finished_at"] is not None]
 
     def _guarded(self, run: Run, action: Callable[[], None]) -> None:
+        """Run `action`; a failing target or storage is a warning (a notice never fails the
+        sync), a bug in synclog raises."""
         if not self.sends:
             return
         try:
             action()
-        except Exception as exc:  # a notice must never fail the sync
+        except (SynclogError, OSError) as exc:  # the target or storage failing: never the sync
             self.warn(f"warning: notices of sync {run.sync_id} run {run.sync_run_id}: {first_line(exc)}")
 
 
