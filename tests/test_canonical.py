@@ -41,6 +41,8 @@ def test_error_codes_are_given_or_read_from_the_message(spark: SparkSession) -> 
     messages = [
         ("rejected", "INVALID_EMAIL: a@b.c is not an address", None),
         ("rejected", "HTTP 503: service unavailable", None),
+        ("rejected", "429 Too Many Requests: rate limit exceeded", None),
+        ("rejected", "a@b.c: is not an address", None),
         ("rejected", "no code in this message", None),
         ("rejected", "INVALID_EMAIL: x", "E_MAIL"),
         ("succeeded", "NOTE: accepted with warnings", None),
@@ -53,9 +55,17 @@ def test_error_codes_are_given_or_read_from_the_message(spark: SparkSession) -> 
     frame = frame.withColumn("error_code", codes[F.col("record_identifier")])
     written = canonical_frame(run, frame, datetime.now(UTC)).collect()
     out = {r["record_identifier"]: r["error_code"] for r in written}
-    assert out == {"r0": "INVALID_EMAIL", "r1": "HTTP 503", "r2": None, "r3": "E_MAIL", "r4": None}
+    assert out == {
+        "r0": "INVALID_EMAIL",
+        "r1": "HTTP 503",
+        "r2": "429 Too Many Requests",
+        "r3": None,  # an echoed value is no code
+        "r4": None,
+        "r5": "E_MAIL",
+        "r6": None,
+    }
     custom = canonical_frame(run, frame, datetime.now(UTC), error_code_pattern=r"^(\w+)")
-    assert {r["record_identifier"]: r["error_code"] for r in custom.collect()}["r2"] == "no"
+    assert {r["record_identifier"]: r["error_code"] for r in custom.collect()}["r4"] == "no"
 
 
 def test_log_ids_are_unique_and_stable(spark: SparkSession) -> None:

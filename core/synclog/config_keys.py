@@ -62,7 +62,7 @@ _SYNC = (
         "string (a regular expression with a group)",
         "Where a record's error code is read from its message when the engine gives none: the "
         "group's match at the message's start.",
-        "`^\\s*([A-Za-z0-9_.\\-]+(?: [0-9]+)?)\\s*:`, the token before the first colon",
+        "`^\\s*([A-Za-z0-9_.\\-]+(?: [A-Za-z0-9_.\\-]+){0,5})\\s*:`, the words before the first colon",
     ),
     *_POLICY,
 )

@@ -4,7 +4,8 @@
 (`INVALID_EMAIL: a@b.c`) makes every message unique. An engine that knows the code passes it
 in the optional `error_code` column; otherwise the code is what a pattern's first group takes
 from the start of the message of a record that did not succeed. The default pattern takes the
-leading token before a colon (`INVALID_EMAIL`, `HTTP 503`); a sync configures its own with
+words before a colon, at most six, of letters, digits and `_.-` (`INVALID_EMAIL`, `HTTP 503`,
+`429 Too Many Requests`; a value the API echoes, `a@b.c: …`, is no code); a sync configures its own with
 `error_code_pattern` in `synclog.toml` (a Java regular expression, as Spark runs it).
 """
 
@@ -18,7 +19,7 @@ from pyspark.sql import functions as F
 from synclog.errors import ConfigError
 from synclog.model import InputStatus
 
-DEFAULT_PATTERN = r"^\s*([A-Za-z0-9_.\-]+(?: [0-9]+)?)\s*:"
+DEFAULT_PATTERN = r"^\s*([A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+){0,5})\s*:"
 
 
 def checked_pattern(pattern: object, where: str) -> str:
