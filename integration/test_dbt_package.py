@@ -402,7 +402,7 @@ def test_segment_membership(built: Built) -> None:
     # seed 000: who entered sync 1234's segment in each run
     for run in sorted({r["entered_run_id"] for r in rows if (r["layout"], r["sync_id"]) == ("census", 1234)}):
         seed = rows_of(report.segment_changes(built.target, 1234, run))
-        entered = {s["change"]: s["people"] for s in seed}.get("entered", 0)
+        entered = {s["movement"]: s["people"] for s in seed}.get("entered", 0)
         assert entered == sum(1 for r in rows if r["layout"] == "census" and r["entered_run_id"] == run)
     # seed 002: who was added to each hightouch model
     runs = built.target.relation(SYNC_RUNS).render()
