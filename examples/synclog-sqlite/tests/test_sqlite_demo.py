@@ -18,6 +18,7 @@ import pytest
 import synclog_sqlite
 from synclog.plugin_api import TargetSettings, TargetURL
 from synclog.testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
+from synclog_sqlite.plugin import TARGET_TYPE
 from synclog_sqlite.target import SqliteTarget
 
 SYNCLOG = Path(sys.executable).with_name("synclog")
@@ -43,7 +44,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 @pytest.fixture
 def target(demo: tuple[str, str]) -> Iterator[SqliteTarget]:
-    opened = SqliteTarget(TargetURL.parse(demo[0]), TargetSettings(read_only=True))
+    opened = TARGET_TYPE.open(TargetURL.parse(demo[0]), TargetSettings(read_only=True))
+    assert isinstance(opened, SqliteTarget)
     yield opened
     opened.close()
 
