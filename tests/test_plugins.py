@@ -16,6 +16,7 @@ from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
 from synclog.targets.base import Target, TargetSettings, TargetType
+from synclog.targets.connector import Connector
 from synclog.targets.contract import missing_methods
 from synclog.targets.duckdb import TARGET_TYPE
 from synclog.targets.sql import SqlTarget
@@ -194,3 +195,20 @@ def test_with_transactional_ddl_a_view_is_dropped_and_created_in_one_transaction
             ["CREATE", "VIEW"],
             ["COMMIT"],
         ]
+
+
+def test_the_target_type_gives_connector_and_target_their_capabilities(tmp_path: Path) -> None:
+    """One declaration: the type's capabilities, refined from the target's settings before
+    connecting, are what the connector reports and what the opened target acts on."""
+
+    def refine(declared: Capabilities, url: TargetURL, settings: TargetSettings) -> Capabilities:
+        return replace(declared, identifier_quote="`") if settings.database == "ticks" else declared
+
+    kind = replace(TARGET_TYPE, refine=refine)
+    url = TargetURL.parse(f"duckdb:///{tmp_path / 'x.duckdb'}")
+    assert Connector.for_type(kind, url, TargetSettings()).capabilities == TARGET_TYPE.capabilities
+    connector = Connector.for_type(kind, url, TargetSettings(database="ticks"))
+    assert connector.capabilities.identifier_quote == "`"
+    assert connector.target.capabilities == connector.capabilities
+    assert connector.target.quote("odd") == "`odd`"
+    connector.close()
