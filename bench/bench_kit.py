@@ -18,10 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from synclog.targets.base import TargetSettings
-from synclog.testing.factories import REJECTION
 from synclog.urls import TargetURL
 from synclog_postgres.plugin import TARGET_TYPE
 from synclog_postgres.target import PostgresTarget
+from synclog_testing.factories import REJECTION
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "integration"))

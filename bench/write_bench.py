@@ -54,9 +54,9 @@ from synclog.targets.duckdb import DuckDBTarget
 from synclog.targets.lake import LakeTarget
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
-from synclog.testing.factories import make_run
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_testing.factories import make_run
 
 LATENCY_BATCHES = int(os.environ.get("SYNCLOG_BENCH_LATENCY_BATCHES", "50"))
 LATENCY_ROWS = 10_000

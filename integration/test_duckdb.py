@@ -10,9 +10,9 @@ import pytest
 from synclog.errors import ConfigError
 from synclog.targets.base import TargetSettings
 from synclog.targets.duckdb import TARGET_TYPE
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.outage import Outage, file_outage
 from synclog.urls import TargetURL
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.outage import Outage, file_outage
 
 
 @pytest.fixture

@@ -25,14 +25,14 @@ from synclog.plugins.manager import registry
 from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
-from synclog.testing.conformance import TargetConformance, sync_log_frame
-from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
-from synclog.testing.network import tcp_outage
-from synclog.testing.outage import Outage
-from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, check_masked, check_tracking_cli, masked_demo
-from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
-from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
+from synclog_testing.conformance import TargetConformance, sync_log_frame
+from synclog_testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog_testing.network import tcp_outage
+from synclog_testing.outage import Outage
+from synclog_testing.privacy import MASK_KEY, MASK_KEY_ENV, check_masked, check_tracking_cli, masked_demo
+from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
+from synclog_testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 import psycopg

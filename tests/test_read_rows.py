@@ -11,8 +11,8 @@ from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
 from synclog.targets.duckdb import CAPABILITIES, DuckDBTarget
 from synclog.targets.sql import SqlTarget
-from synclog.testing.read_back import READS, check_empty_read_back, check_read_back, read_back_rows
 from synclog.urls import TargetURL
+from synclog_testing.read_back import READS, check_empty_read_back, check_read_back, read_back_rows
 
 
 class GenericTarget(DuckDBTarget):

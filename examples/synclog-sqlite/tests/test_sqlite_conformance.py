@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.outage import Outage, file_outage
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.outage import Outage, file_outage
 
 
 class TestSqlite(TargetConformance):

@@ -7,8 +7,8 @@ def synclog_target_url(tmp_path):
 class TestMyWarehouse(TargetConformance):
     seed_names = {"CENSUS.CENSUS.SYNC_LOG": "census.sync_log", ...}
 
-`synclog_target_url` is the fixture of synclog's pytest plugin (`synclog[testing]`, see
-`synclog.testing.pytest_plugin`); a module or a class may give it (every built-in target does).
+`synclog_target_url` is the fixture of synclog's pytest plugin (`synclog-testing`, see
+`synclog_testing.pytest_plugin`); a module or a class may give it (every built-in target does).
 
 Tests of a layout the target does not hold skip. The record-level tests count through
 `count`, a SQL `WHERE` over the census `sync_log` columns; a target without the census layout
@@ -48,7 +48,10 @@ from synclog.targets.base import Target, TargetSettings
 from synclog.targets.rows import Rows
 from synclog.targets.sql import VERSIONS_TABLE
 from synclog.targets.tables import TableSpec
-from synclog.testing.factories import (
+from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs, find_syncs
+from synclog.urls import TargetURL
+from synclog.writer import SyncLog
+from synclog_testing.factories import (
     RECORD_DDL,
     REJECTION,
     Person,
@@ -57,12 +60,9 @@ from synclog.testing.factories import (
     person_rows,
     record_rows,
 )
-from synclog.testing.outage import Outage
-from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
-from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
-from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs, find_syncs
-from synclog.urls import TargetURL
-from synclog.writer import SyncLog
+from synclog_testing.outage import Outage
+from synclog_testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
+from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 SEED_000_BY_SYNC = """SELECT *
 FROM CENSUS.CENSUS.SYNC_LOG log

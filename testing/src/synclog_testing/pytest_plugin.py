@@ -1,4 +1,4 @@
-"""The conformance suite as a pytest plugin, loaded by pytest wherever `synclog[testing]` is installed.
+"""The conformance suite as a pytest plugin, loaded by pytest wherever `synclog-testing` is installed.
 
 A plugin's tests give the suite one fixture, a fresh and empty target per test, and subclass it:
 
@@ -10,7 +10,7 @@ A plugin's tests give the suite one fixture, a fresh and empty target per test, 
         yield f"mywarehouse:///{tmp_path / 'suite.db'}"
 
     # test_conformance.py
-    from synclog.testing.conformance import TargetConformance
+    from synclog_testing.conformance import TargetConformance
 
     class TestMyWarehouse(TargetConformance):
         pass  # options: seed_names, expected_sync_log, qualify, settings, partition_columns
