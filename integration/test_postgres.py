@@ -26,7 +26,17 @@ from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
 from synclog.urls import TargetURL
-from synclog_testing.conformance import TargetConformance, sync_log_frame
+from synclog_testing.conformance import (
+    HightouchConformance,
+    NamingAndDdlConformance,
+    OutagesConformance,
+    PrivacyConformance,
+    ReadBackConformance,
+    RetentionConformance,
+    TrackingConformance,
+    WritesConformance,
+    sync_log_frame,
+)
 from synclog_testing.factories import REJECTION, make_records, make_run, record_rows
 from synclog_testing.network import tcp_outage
 from synclog_testing.outage import Outage
@@ -65,9 +75,16 @@ def partition_days(target: Target) -> list[str]:
     return [name.rsplit("_p", 1)[1] for name in rows.column(0).to_pylist()]
 
 
-class TestPostgres(TargetConformance):
-    qualify = False  # PostgreSQL has no QUALIFY
-
+class TestPostgres(
+    NamingAndDdlConformance,
+    WritesConformance,
+    OutagesConformance,
+    RetentionConformance,
+    HightouchConformance,
+    ReadBackConformance,
+    PrivacyConformance,
+    TrackingConformance,
+):  # PostgreSQL has no QUALIFY: no QualifyConformance
     @pytest.fixture
     def synclog_target_url(self, postgres: PostgresServer) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"

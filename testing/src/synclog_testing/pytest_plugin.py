@@ -13,10 +13,12 @@ A plugin's tests give the suite one fixture, a fresh and empty target per test, 
     from synclog_testing.conformance import TargetConformance
 
     class TestMyWarehouse(TargetConformance):
-        pass  # options: seed_names, expected_sync_log, qualify, settings, partition_columns
+        pass  # options: seed_names, expected_sync_log, settings, partition_columns
 
-The class runs every test of the suite against `synclog_target_url`; tests of a layout the
-target does not hold skip. A class may give the fixture as a method instead, where a
+`TargetConformance` runs every class of the suite (`NamingAndDdlConformance`,
+`QualifyConformance`, …) against `synclog_target_url`; a warehouse subclasses only the classes
+it takes part in (no QUALIFY: no `QualifyConformance`). Tests of a layout the target does not
+hold skip. A class may give the fixture as a method instead, where a
 module holds suites of several targets.
 """
 
