@@ -14,13 +14,13 @@ BUILD_PYTHON ?= $(BUILD_VENV)/bin/python
 
 .PHONY: demo test lint bench faults scale install dbt-install clean dist docs
 
-$(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
+$(STAMP): pyproject.toml testing/pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev]" $(foreach p,$(PLUGINS) $(EXAMPLES),-e "./$(p)[test]")
+	$(BIN)/python -m pip install -q -e ".[dev]" -e ./testing $(foreach p,$(PLUGINS) $(EXAMPLES),-e "./$(p)[test]")
 	@touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install synclog, every plugin, the examples and the dev tools
+install: $(STAMP)  ## create .venv and install synclog, its test kit (synclog-testing), every plugin, the examples and the dev tools
 
 $(DBT_STAMP): dbt/requirements.txt
 	@test -x $(DBT_VENV)/bin/python || $(PYTHON) -m venv $(DBT_VENV)
@@ -64,9 +64,9 @@ scale: $(STAMP)  ## bytes of row data through the driver: a 1M-record write_run 
 $(BUILD_VENV)/bin/python:
 	$(PYTHON) -m venv $(BUILD_VENV)
 
-dist: $(if $(filter $(BUILD_VENV)/bin/python,$(BUILD_PYTHON)),$(BUILD_VENV)/bin/python)  ## wheels of the core, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env; no dev install)
+dist: $(if $(filter $(BUILD_VENV)/bin/python,$(BUILD_PYTHON)),$(BUILD_VENV)/bin/python)  ## wheels of the core, the test kit, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env; no dev install)
 	rm -rf $(DIST)
-	$(BUILD_PYTHON) -m pip wheel -q --no-deps --wheel-dir $(DIST) $(foreach p,. $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
+	$(BUILD_PYTHON) -m pip wheel -q --no-deps --wheel-dir $(DIST) $(foreach p,. testing $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
 	@ls $(DIST)
 
 lint: $(STAMP)

@@ -18,9 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from synclog.targets.base import TargetSettings
-from synclog.testing.factories import REJECTION
 from synclog.urls import TargetURL
+from synclog_postgres.plugin import TARGET_TYPE
 from synclog_postgres.target import PostgresTarget
+from synclog_testing.factories import REJECTION
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "integration"))
@@ -150,7 +151,9 @@ def records_frame(spark: SparkSession, rows: int, batch_rows: int = BATCH_ROWS) 
 
 def open_target(pg: PostgresServer, schema: str) -> PostgresTarget:
     """A target whose census tables live in `schema`."""
-    return PostgresTarget(TargetURL.parse(pg.url), TargetSettings(schemas={"census": schema}))
+    target = TARGET_TYPE.open(TargetURL.parse(pg.url), TargetSettings(schemas={"census": schema}))
+    assert isinstance(target, PostgresTarget)
+    return target
 
 
 def count(pg: PostgresServer, relation: str) -> Callable[[], int]:

@@ -39,8 +39,8 @@ from synclog.diff import diff
 from synclog.layouts.hightouch import SNAPSHOT, run_side, table_for
 from synclog.spark import spark_session
 from synclog.storage.location import Location
-from synclog.testing.factories import make_run
 from synclog.writer import SyncLog
+from synclog_testing.factories import make_run
 
 MB = 1024 * 1024
 

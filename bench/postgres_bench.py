@@ -71,10 +71,10 @@ from synclog.spark import spark_session
 from synclog.storage.location import Location
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
-from synclog.testing.factories import make_run
 from synclog.writer import SyncLog
 from synclog_postgres import partitions
 from synclog_postgres.target import PostgresTarget
+from synclog_testing.factories import make_run
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "integration"))

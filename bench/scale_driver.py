@@ -35,8 +35,8 @@ from synclog.storage.location import Location  # noqa: E402
 from synclog.storage.manifest import Manifest  # noqa: E402
 from synclog.targets.base import TargetSettings  # noqa: E402
 from synclog.targets.sql import SqlTarget  # noqa: E402
-from synclog.testing.factories import make_run  # noqa: E402
 from synclog.writer import SyncLog  # noqa: E402
+from synclog_testing.factories import make_run  # noqa: E402
 
 DRIVER = Counter[str]()
 """Bytes of file contents this process read and wrote through `storage`."""

@@ -41,7 +41,7 @@ def one_run(folder: Path, records: int, batches: int, number: int) -> dict[str, 
     from synclog import SyncLog, stable_id
     from synclog.config import Config
     from synclog.storage.location import Location
-    from synclog.testing.factories import make_run
+    from synclog_testing.factories import make_run
 
     run = make_run(sync_id=stable_id("bench_small_runs"), sync_run_id=number)
     config = Config(storage=Location.parse(str(folder / "storage")))

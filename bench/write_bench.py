@@ -48,14 +48,16 @@ from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.lake import LAKE_FILES, RECORDS, LakeLayout
 from synclog.records import VIOLATION
 from synclog.storage.location import Location
+from synclog.targets import lake
 from synclog.targets.base import Target, TargetSettings
+from synclog.targets.duckdb import CAPABILITIES as DUCKDB
 from synclog.targets.duckdb import DuckDBTarget
 from synclog.targets.lake import LakeTarget
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
-from synclog.testing.factories import make_run
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_testing.factories import make_run
 
 LATENCY_BATCHES = int(os.environ.get("SYNCLOG_BENCH_LATENCY_BATCHES", "50"))
 LATENCY_ROWS = 10_000
@@ -70,11 +72,11 @@ def config(folder: Path) -> Config:
 
 
 def duckdb_target(path: Path) -> DuckDBTarget:
-    return DuckDBTarget(TargetURL.parse(f"duckdb:///{path}"), TargetSettings())
+    return DuckDBTarget(TargetURL.parse(f"duckdb:///{path}"), TargetSettings(), DUCKDB)
 
 
 def lake_target(path: Path) -> LakeTarget:
-    return LakeTarget(TargetURL.parse(f"lake:///{path}"), TargetSettings(), LAKE_FILES)
+    return LakeTarget(TargetURL.parse(f"lake:///{path}"), TargetSettings(), lake.CAPABILITIES, LAKE_FILES)
 
 
 def write_run(target: Target, folder: Path, records: DataFrame) -> dict[str, float]:
@@ -133,7 +135,7 @@ def lake_methods(spark: SparkSession, folder: Path, records_dir: Path) -> list[M
     rows_dir, out = folder / "lake_rows", folder / "lake"
     run = make_run()
     canonical = canonical_frame(run, spark.read.parquet(str(records_dir)), datetime.now(UTC)).drop(VIOLATION)
-    ctx = LayoutContext(run, canonical, LakeTarget.capabilities)
+    ctx = LayoutContext(run, canonical, lake.CAPABILITIES)
     table, rows = next((load.table, load.rows) for load in LakeLayout().batch_rows(ctx))
     assert table == RECORDS
     rows.frame().write.parquet(str(rows_dir))

@@ -18,7 +18,7 @@ import test_duckdb
 import test_postgres
 from harness.postgres_server import PostgresServer
 
-from synclog.testing.lake import LakeConformance
+from synclog_testing.lake import LakeConformance
 
 SELECTED = "statuses_and_invalid or replayed_run or hightouch_diff or outage_keeps"
 """The tests run on a cluster: a write, a replay, a finished run's diff, an outage."""

@@ -21,10 +21,10 @@ from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX
 from synclog.targets.tables import Column, ColumnType, TableSpec
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.factories import make_records, make_run, record_rows
-from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
-from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.factories import make_records, make_run, record_rows
+from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
+from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 #: Seed 000's two Snowflake queries character for character (trailing blanks and semicolons too).
 SEED_000_VERBATIM = (

@@ -19,9 +19,9 @@ from synclog.layouts.census import SYNC_LOG
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.factories import make_records, make_run, record_rows
 
 PROJECT = os.environ.get("SYNCLOG_BIGQUERY_PROJECT")
 LOCATION = os.environ.get("SYNCLOG_BIGQUERY_LOCATION", "US")

@@ -30,13 +30,13 @@ from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
 from synclog.targets.base import Target, TargetSettings
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.factories import make_records, make_run, record_rows
-from synclog.testing.network import tcp_outage
-from synclog.testing.outage import Outage
-from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.factories import make_records, make_run, record_rows
+from synclog_testing.network import tcp_outage
+from synclog_testing.outage import Outage
+from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 
 pytest.importorskip("synclog_databricks", reason="synclog-databricks is not installed")
 import databricks.sql
@@ -92,7 +92,7 @@ CONNECT_CLIENT = textwrap.dedent(
     from synclog.config import Config
     from synclog.spark import spark_session
     from synclog.storage.location import Location
-    from synclog.testing.factories import make_records, make_run, record_rows
+    from synclog_testing.factories import make_records, make_run, record_rows
     from synclog.writer import SyncLog
 
     spark = spark_session()

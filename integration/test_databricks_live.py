@@ -24,8 +24,8 @@ import pytest
 from synclog.layouts.census import SYNC_LOG
 from synclog.plugins.manager import registry
 from synclog.targets.base import Target
-from synclog.testing.conformance import TargetConformance
 from synclog.urls import TargetURL
+from synclog_testing.conformance import TargetConformance
 
 pytest.importorskip("synclog_databricks", reason="synclog-databricks is not installed")
 

@@ -33,11 +33,11 @@ from synclog.layouts.hightouch import CHANGELOG
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
 from synclog_databricks.cluster import ParquetTarget
 from synclog_databricks.partitions import COLUMNS, DAY
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.factories import make_records, make_run, record_rows
 
 SEED_000_VERBATIM = (
     "SELECT * \nFROM census.census.sync_log log\nLEFT JOIN census.census.source_objects source\n"

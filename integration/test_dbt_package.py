@@ -50,9 +50,9 @@ from synclog.layouts.hightouch import RUNS as SYNC_RUNS
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
-from synclog.testing.seed_queries import SEED_002_ENTER_EXIT
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_testing.seed_queries import SEED_002_ENTER_EXIT
 
 SCALE = 0.0003
 """60 people per sync."""

@@ -9,10 +9,10 @@ import pytest
 
 from synclog.errors import ConfigError
 from synclog.targets.base import TargetSettings
-from synclog.targets.duckdb import DuckDBTarget
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.outage import Outage, file_outage
+from synclog.targets.duckdb import TARGET_TYPE
 from synclog.urls import TargetURL
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.outage import Outage, file_outage
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def test_memory_limit_is_bounded_by_default_and_configurable(tmp_path: Path) -> 
     """DuckDB runs inside the driver: its memory is capped (512MB unless the URL or options say)."""
 
     def limit(url: str, **options: str) -> str:
-        target = DuckDBTarget(TargetURL.parse(url), TargetSettings(options=options))
+        target = TARGET_TYPE.open(TargetURL.parse(url), TargetSettings(options=options))
         try:
             return str(target.fetch("SELECT current_setting('memory_limit')")[0][0])
         finally:
@@ -51,4 +51,4 @@ def test_memory_limit_is_bounded_by_default_and_configurable(tmp_path: Path) -> 
 )
 def test_bad_duckdb_options_are_config_errors(tmp_path: Path, query: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        DuckDBTarget(TargetURL.parse(f"duckdb:///{tmp_path / 'x.duckdb'}?{query}"), TargetSettings())
+        TARGET_TYPE.open(TargetURL.parse(f"duckdb:///{tmp_path / 'x.duckdb'}?{query}"), TargetSettings())

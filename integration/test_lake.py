@@ -32,9 +32,11 @@ from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
 from synclog.targets.lake import LakeTarget
 from synclog.targets.lake_files import publish, write_parquet
-from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
-from synclog.testing.lake import LakeConformance
-from synclog.testing.privacy import (
+from synclog.urls import TargetURL
+from synclog.writer import SyncLog
+from synclog_testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog_testing.lake import LakeConformance
+from synclog_testing.privacy import (
     MASK_KEY,
     MASK_KEY_ENV,
     RAW,
@@ -43,8 +45,6 @@ from synclog.testing.privacy import (
     files_text,
     masked_demo,
 )
-from synclog.urls import TargetURL
-from synclog.writer import SyncLog
 
 RUN_FOLDER = "sync_tracking_datasets/1/1234/5678"
 FILE_COLUMNS = RECORDS.column_names()

@@ -25,14 +25,24 @@ from synclog.plugins.manager import registry
 from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
-from synclog.testing.conformance import TargetConformance, sync_log_frame
-from synclog.testing.factories import REJECTION, make_records, make_run, record_rows
-from synclog.testing.network import tcp_outage
-from synclog.testing.outage import Outage
-from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, check_masked, check_tracking_cli, masked_demo
-from synclog.testing.read_back import check_empty_read_back, check_read_back, read_back_rows
-from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
+from synclog_testing.conformance import (
+    HightouchConformance,
+    NamingAndDdlConformance,
+    OutagesConformance,
+    PrivacyConformance,
+    ReadBackConformance,
+    RetentionConformance,
+    TrackingConformance,
+    WritesConformance,
+    sync_log_frame,
+)
+from synclog_testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog_testing.network import tcp_outage
+from synclog_testing.outage import Outage
+from synclog_testing.privacy import MASK_KEY, MASK_KEY_ENV, check_masked, check_tracking_cli, masked_demo
+from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
+from synclog_testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 import psycopg
@@ -65,9 +75,16 @@ def partition_days(target: Target) -> list[str]:
     return [name.rsplit("_p", 1)[1] for name in rows.column(0).to_pylist()]
 
 
-class TestPostgres(TargetConformance):
-    qualify = False  # PostgreSQL has no QUALIFY
-
+class TestPostgres(
+    NamingAndDdlConformance,
+    WritesConformance,
+    OutagesConformance,
+    RetentionConformance,
+    HightouchConformance,
+    ReadBackConformance,
+    PrivacyConformance,
+    TrackingConformance,
+):  # PostgreSQL has no QUALIFY: no QualifyConformance
     @pytest.fixture
     def synclog_target_url(self, postgres: PostgresServer) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"

@@ -27,13 +27,13 @@ from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
 from synclog.targets.rows import Rows
-from synclog.testing.conformance import SEED_000_BY_SYNC, TargetConformance
-from synclog.testing.factories import make_records, make_run, person_rows, record_rows
-from synclog.testing.network import tcp_outage
-from synclog.testing.outage import Outage
-from synclog.testing.read_back import READS, READS_WIDER, read_back_rows
-from synclog.testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
+from synclog_testing.conformance import SEED_000_BY_SYNC, TargetConformance
+from synclog_testing.factories import make_records, make_run, person_rows, record_rows
+from synclog_testing.network import tcp_outage
+from synclog_testing.outage import Outage
+from synclog_testing.read_back import READS, READS_WIDER, read_back_rows
+from synclog_testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 pytest.importorskip("synclog_redshift", reason="synclog-redshift is not installed")
 redshift_connector = pytest.importorskip("redshift_connector")

@@ -20,9 +20,9 @@ from pyspark.sql import SparkSession
 
 from synclog.storage.location import Location
 from synclog.targets.base import Target
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.factories import make_records, make_run, person_rows, record_rows
 from synclog.urls import TargetURL
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.factories import make_records, make_run, person_rows, record_rows
 
 REQUIRED = ("REDSHIFT_HOST", "REDSHIFT_USER", "REDSHIFT_PASSWORD", "SYNCLOG_REDSHIFT_S3", "REDSHIFT_IAM_ROLE")
 MISSING = [name for name in REQUIRED if not os.environ.get(name)]

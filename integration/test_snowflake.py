@@ -42,13 +42,13 @@ from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
 from synclog.targets.base import TargetSettings
 from synclog.targets.tables import TableSpec
-from synclog.testing.conformance import SEED_000_BY_SYNC
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_snowflake import target as target_module
 from synclog_snowflake.connection import connection_settings
 from synclog_snowflake.external import StageAccess, stage_url
+from synclog_testing.conformance import SEED_000_BY_SYNC
+from synclog_testing.factories import make_records, make_run, record_rows
 
 
 def server_url(server: FakesnowServer, database: str = "CENSUS") -> str:

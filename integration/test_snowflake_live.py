@@ -26,10 +26,10 @@ from synclog.layouts.census import SYNC_LOG
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_snowflake.target import SnowflakeTarget
+from synclog_testing.factories import make_records, make_run, record_rows
 
 REQUIRED = ("SNOWFLAKE_ACCOUNT", "SNOWFLAKE_USER", "SNOWFLAKE_PASSWORD")
 MISSING = [name for name in REQUIRED if not os.environ.get(name)]

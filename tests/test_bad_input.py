@@ -19,7 +19,7 @@ import pytest
 
 from synclog.cli.main import main
 from synclog.payloads import TRUNCATED_MARKER
-from synclog.testing.factories import RECORD_COLUMNS, make_run, record_rows
+from synclog_testing.factories import RECORD_COLUMNS, make_run, record_rows
 
 RUN = make_run(sync_id=1234, sync_run_id=5678)
 ODD = '\'; DROP TABLE census.sync_log; -- "quoted" \t tab \x01 ctrl 🚀 émoji'

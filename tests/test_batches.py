@@ -17,8 +17,8 @@ from synclog import INPUT_ARROW_SCHEMA, INPUT_SCHEMA, InputError
 from synclog.batches import as_frame
 from synclog.config import Config
 from synclog.storage.location import Location
-from synclog.testing.factories import RECORD_COLUMNS, make_records, make_run, record_rows
 from synclog.writer import SyncLog
+from synclog_testing.factories import RECORD_COLUMNS, make_records, make_run, record_rows
 
 RUN = make_run()
 ROWS = record_rows(RUN, count=12, batches=2)

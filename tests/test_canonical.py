@@ -10,7 +10,7 @@ from synclog.canonical import CANONICAL_COLUMNS, canonical_frame
 from synclog.model import InvalidReason
 from synclog.payloads import MAX_HEAD_CHARS, TRUNCATED_MARKER, fit_json
 from synclog.records import VIOLATION
-from synclog.testing.factories import make_records, make_run, record_rows
+from synclog_testing.factories import make_records, make_run, record_rows
 
 
 def frame_rows(spark: SparkSession, rows: list[tuple[object, ...]]) -> list[dict[str, object]]:

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from synclog.cli.main import describe, main
 from synclog.retention import cutoff
-from synclog.testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
+from synclog_testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
 
 SEED_NAMES = {
     "CENSUS.CENSUS.SYNC_LOG": "census.sync_log",

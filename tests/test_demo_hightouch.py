@@ -22,9 +22,9 @@ from synclog.plugins.manager import registry
 from synclog.retention import cutoff
 from synclog.storage.location import Location
 from synclog.targets.base import Target
-from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 SCALE = 0.1
 RETENTION_DAYS = 7

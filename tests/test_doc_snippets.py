@@ -32,9 +32,9 @@ from synclog.config import Config
 from synclog.layouts.registry import LAYOUTS
 from synclog.plugin_api import LAYOUT_METHODS, TargetType
 from synclog.plugins.manager import registry
-from synclog.testing import seed_queries
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.urls import TargetURL
+from synclog_testing import seed_queries
+from synclog_testing.factories import make_records, make_run, record_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)

@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 
 from synclog.config import Config
 from synclog.storage.location import Location
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.writer import SyncLog
+from synclog_testing.factories import make_records, make_run, record_rows
 
 COLUMNS = "log_id, record_identifier, batch_number, status, status_message, invalid_reason"
 

@@ -13,9 +13,9 @@ from synclog.errors import InputError
 from synclog.layouts.census import SYNC_LOG
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
-from synclog.testing.factories import RECORD_DDL, make_records, make_run, record_rows
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_testing.factories import RECORD_DDL, make_records, make_run, record_rows
 
 
 @pytest.fixture

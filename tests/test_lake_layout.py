@@ -28,8 +28,8 @@ from synclog.payload_schema import payload_schema
 from synclog.records import VIOLATION
 from synclog.storage.location import Location
 from synclog.targets.lake_files import PathTemplate
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.writer import SyncLog
+from synclog_testing.factories import make_records, make_run, record_rows
 
 CAPS = Capabilities(json_type="STRING", layouts=("lake",))
 

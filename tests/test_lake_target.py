@@ -15,9 +15,9 @@ from synclog.plugins.manager import registry
 from synclog.targets.base import TargetSettings
 from synclog.targets.lake import CAPABILITIES, lake_location
 from synclog.targets.lake_files import PathTemplate
-from synclog.testing.factories import make_run
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_testing.factories import make_run
 
 AWS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")
 

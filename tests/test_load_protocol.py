@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
@@ -31,25 +32,19 @@ TABLE = TableSpec(
 )
 
 
-class MergingDuckDB(DuckDBTarget):
-    """DuckDB declaring no multi-statement transactions: the core swaps with one MERGE."""
-
-    capabilities = replace(CAPABILITIES, transactions=False, merge=True)
-
-
-class StuckDuckDB(DuckDBTarget):
-    """DuckDB declaring neither: the core cannot replace rows atomically."""
-
-    capabilities = replace(CAPABILITIES, transactions=False, merge=False)
+MERGING = replace(CAPABILITIES, transactions=False, merge=True)
+"""DuckDB declaring no multi-statement transactions: the core swaps with one MERGE."""
+STUCK = replace(CAPABILITIES, transactions=False, merge=False)
+"""DuckDB declaring neither: the core cannot replace rows atomically."""
 
 
 def row(sync_id: int, run: int, batch: int, row_id: str) -> dict[str, object]:
     return {"sync_id": sync_id, "sync_run_id": run, "batch_number": batch, "row_id": row_id, "payload": "{}"}
 
 
-def open_target(kind: type[DuckDBTarget], tmp_path: Path) -> DuckDBTarget:
+def open_target(capabilities: Capabilities, tmp_path: Path) -> DuckDBTarget:
     settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
-    target = kind(TargetURL.parse(f"duckdb:///{tmp_path / 'load.duckdb'}"), settings)
+    target = DuckDBTarget(TargetURL.parse(f"duckdb:///{tmp_path / 'load.duckdb'}"), settings, capabilities)
     target.ensure([TABLE])
     return target
 
@@ -58,9 +53,9 @@ def contents(target: DuckDBTarget) -> list[tuple[object, ...]]:
     return target.fetch("SELECT sync_id, sync_run_id, batch_number, row_id FROM probe.rows ORDER BY ALL")
 
 
-@pytest.mark.parametrize("kind", [DuckDBTarget, MergingDuckDB])
-def test_replace_by_key_and_by_scope(kind: type[DuckDBTarget], spark: SparkSession, tmp_path: Path) -> None:
-    target = open_target(kind, tmp_path)
+@pytest.mark.parametrize("capabilities", [CAPABILITIES, MERGING])
+def test_replace_by_key_and_by_scope(capabilities: Capabilities, spark: SparkSession, tmp_path: Path) -> None:
+    target = open_target(capabilities, tmp_path)
     first = [row(1, 10, 0, "a"), row(1, 10, 0, "b"), row(1, 10, 1, "c"), row(2, 20, 0, "d")]
     assert target.replace_rows(TABLE, Rows.local(spark, TABLE, first)) == 4
     # Batch 0 of run 10 again, with one row: its other row goes, batch 1 and run 20 stay.
@@ -78,7 +73,7 @@ def test_replace_by_key_and_by_scope(kind: type[DuckDBTarget], spark: SparkSessi
 
 
 def test_a_target_without_transactions_or_merge_cannot_replace(spark: SparkSession, tmp_path: Path) -> None:
-    target = open_target(StuckDuckDB, tmp_path)
+    target = open_target(STUCK, tmp_path)
     with pytest.raises(ConfigError, match="neither transactions nor MERGE"):
         target.replace_rows(TABLE, Rows.local(spark, TABLE, [row(1, 10, 0, "a")]))
     assert contents(target) == []

@@ -10,7 +10,7 @@ import pytest
 
 from synclog.errors import InputError
 from synclog.model import Behaviour, Run
-from synclog.testing.factories import make_run
+from synclog_testing.factories import make_run
 
 
 def run_dict() -> dict[str, object]:

@@ -31,9 +31,9 @@ from synclog.model import RunStatus
 from synclog.notices import lineage
 from synclog.notices.delivery import SIGNATURE_HEADER, masked, signature
 from synclog.notices.rules import AlertRules, RunFacts, evaluate, outcome, stale
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.tracking import RecordQuery, RunQuery, find_records, find_runs
 from synclog.writer import SyncLog
+from synclog_testing.factories import make_records, make_run, record_rows
 
 SECRET = "s3cret-signing-key"
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)

@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 from synclog.config import Config
 from synclog.layouts.census import SYNC_LOG
 from synclog.storage.location import Location
-from synclog.testing.factories import make_records, make_run, record_rows
 from synclog.writer import SyncLog
+from synclog_testing.factories import make_records, make_run, record_rows
 
 
 def count(log: SyncLog) -> int:

@@ -16,6 +16,7 @@ from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
 from synclog.targets.base import Target, TargetSettings, TargetType
+from synclog.targets.connector import Connector
 from synclog.targets.contract import missing_methods
 from synclog.targets.duckdb import TARGET_TYPE
 from synclog.targets.sql import SqlTarget
@@ -62,10 +63,11 @@ def test_a_plugin_that_declares_no_api_is_refused(tmp_path: Path) -> None:
         manager.registry()
 
 
+TEXT = Capabilities(json_type="TEXT")
+
+
 class _NoReadBack(Target):
     """Everything but `read_rows`, which the hightouch layout calls."""
-
-    capabilities = Capabilities(json_type="TEXT")
 
     def ensure(self, tables: object) -> None: ...
     def replace_rows(self, table: object, rows: object, scope: object = None) -> int: ...  # type: ignore[empty-body]
@@ -76,15 +78,13 @@ class _NoReadBack(Target):
 
 
 def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() -> None:
-    kind = TargetType(
-        "partial", ("partial",), _NoReadBack.capabilities, "a target without read_rows", _NoReadBack
-    )
+    kind = TargetType("partial", ("partial",), TEXT, "a target without read_rows", _NoReadBack)
     with pytest.raises(
         ConfigError,
         match=r"target 'partial' .* census, hightouch layout\(s\) but does not implement read_rows$",
     ):
         manager.registry().register(kind)
-    census_only = replace(_NoReadBack.capabilities, layouts=("census",))
+    census_only = replace(TEXT, layouts=("census",))
     assert missing_methods(_NoReadBack, census_only) == []
     assert missing_methods(SqlTarget, census_only) == ["query", "close", "load_files"]
     dropping = replace(census_only, partition_drop=True)
@@ -141,14 +141,12 @@ def test_a_misspelt_hook_fails_loudly() -> None:
 def test_without_views_the_table_takes_its_views_name() -> None:
     from synclog.layouts.census import SYNC_LOG
 
-    class NoViews(_NoReadBack):
-        capabilities = Capabilities(json_type="TEXT", views=False, layouts=("census",))
-
-    target = NoViews(TargetURL.parse("noviews:///x"), TargetSettings())
+    no_views = replace(TEXT, views=False, layouts=("census",))
+    target = _NoReadBack(TargetURL.parse("noviews:///x"), TargetSettings(), no_views)
     assert (
         str(target.relation(SYNC_LOG)) == str(target.relation(SYNC_LOG, SYNC_LOG.view)) == "census.sync_log"
     )
-    with_views = _NoReadBack(TargetURL.parse("views:///x"), TargetSettings())
+    with_views = _NoReadBack(TargetURL.parse("views:///x"), TargetSettings(), TEXT)
     assert str(with_views.relation(SYNC_LOG)) == "census.sync_log_records"
 
 
@@ -160,14 +158,16 @@ def _view_statements(transactional_ddl: bool, tmp_path: Path) -> list[list[str]]
     from synclog_sqlite.target import CAPABILITIES, SqliteTarget
 
     class Recording(SqliteTarget):
-        capabilities = replace(CAPABILITIES, transactional_ddl=transactional_ddl)
         statements: list[str] = []
 
         def execute(self, sql: str, params: object = ()) -> int:
             self.statements.append(sql.split(" ", 1)[0] if sql.startswith(("BEGIN", "COMMIT")) else sql)
             return super().execute(sql, params)  # type: ignore[arg-type]
 
-    target = Recording(TargetURL.parse(f"sqlite:///{tmp_path / 'ddl.sqlite'}"), TargetSettings())
+    capabilities = replace(CAPABILITIES, transactional_ddl=transactional_ddl)
+    target = Recording(
+        TargetURL.parse(f"sqlite:///{tmp_path / 'ddl.sqlite'}"), TargetSettings(), capabilities
+    )
     wider = replace(SYNC_LOG, columns=(*SYNC_LOG.columns, Column("added_later", ColumnType.STRING)))
     seen = []
     for table in (SYNC_LOG, SYNC_LOG, wider):
@@ -195,3 +195,20 @@ def test_with_transactional_ddl_a_view_is_dropped_and_created_in_one_transaction
             ["CREATE", "VIEW"],
             ["COMMIT"],
         ]
+
+
+def test_the_target_type_gives_connector_and_target_their_capabilities(tmp_path: Path) -> None:
+    """One declaration: the type's capabilities, refined from the target's settings before
+    connecting, are what the connector reports and what the opened target acts on."""
+
+    def refine(declared: Capabilities, url: TargetURL, settings: TargetSettings) -> Capabilities:
+        return replace(declared, identifier_quote="`") if settings.database == "ticks" else declared
+
+    kind = replace(TARGET_TYPE, refine=refine)
+    url = TargetURL.parse(f"duckdb:///{tmp_path / 'x.duckdb'}")
+    assert Connector.for_type(kind, url, TargetSettings()).capabilities == TARGET_TYPE.capabilities
+    connector = Connector.for_type(kind, url, TargetSettings(database="ticks"))
+    assert connector.capabilities.identifier_quote == "`"
+    assert connector.target.capabilities == connector.capabilities
+    assert connector.target.quote("odd") == "`odd`"
+    connector.close()

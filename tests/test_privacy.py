@@ -20,8 +20,9 @@ from synclog.plugins.hookspecs import hookimpl
 from synclog.plugins.manager import registry
 from synclog.privacy import REDACTED, Mask, PayloadPolicy
 from synclog.storage.location import Location
-from synclog.testing.factories import make_records, make_run, record_rows
-from synclog.testing.privacy import (
+from synclog.writer import SyncLog
+from synclog_testing.factories import make_records, make_run, record_rows
+from synclog_testing.privacy import (
     DEMO_LOG_FIELDS,
     EMAIL,
     MASK_KEY,
@@ -34,7 +35,6 @@ from synclog.testing.privacy import (
     files_text,
     masked_demo,
 )
-from synclog.writer import SyncLog
 
 # -- configuration ------------------------------------------------------------------------------
 

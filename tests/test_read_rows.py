@@ -9,10 +9,10 @@ from pyspark.sql import SparkSession
 
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
-from synclog.targets.duckdb import DuckDBTarget
+from synclog.targets.duckdb import CAPABILITIES, DuckDBTarget
 from synclog.targets.sql import SqlTarget
-from synclog.testing.read_back import READS, check_empty_read_back, check_read_back, read_back_rows
 from synclog.urls import TargetURL
+from synclog_testing.read_back import READS, check_empty_read_back, check_read_back, read_back_rows
 
 
 class GenericTarget(DuckDBTarget):
@@ -23,7 +23,7 @@ class GenericTarget(DuckDBTarget):
 
 def open_target(kind: type[DuckDBTarget], tmp_path: Path) -> DuckDBTarget:
     settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
-    return kind(TargetURL.parse(f"duckdb:///{tmp_path / 'target.duckdb'}"), settings)
+    return kind(TargetURL.parse(f"duckdb:///{tmp_path / 'target.duckdb'}"), settings, CAPABILITIES)
 
 
 @pytest.mark.parametrize(("kind", "row_groups"), [(DuckDBTarget, [3, 3, 2]), (GenericTarget, [8])])

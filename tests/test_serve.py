@@ -27,8 +27,8 @@ from pyspark.sql import SparkSession
 
 from synclog.cli.demo import demo_config
 from synclog.demo.simulator import SYNCS, history, records
-from synclog.testing.factories import RECORD_DDL, make_run, record_rows
 from synclog.writer import SyncLog
+from synclog_testing.factories import RECORD_DDL, make_run, record_rows
 
 SCALE = 0.05
 HOSTILE_SYNC = 9876

@@ -22,7 +22,7 @@ from synclog import SyncLog
 from synclog.config import Config
 from synclog.spark import remote_url
 from synclog.storage.location import Location
-from synclog.testing.factories import RECORD_COLUMNS, make_run, record_rows
+from synclog_testing.factories import RECORD_COLUMNS, make_run, record_rows
 
 run = make_run()
 batch = pd.DataFrame([dict(zip(RECORD_COLUMNS, row)) for row in record_rows(run, count=10, batches=1)])

@@ -13,11 +13,20 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
-from synclog.plugin_api import Column, ColumnType, Relation, TableSpec, TargetSettings, TargetURL
+from synclog.plugin_api import (
+    Capabilities,
+    Column,
+    ColumnType,
+    Relation,
+    TableSpec,
+    TargetSettings,
+    TargetURL,
+)
 from synclog.storage.location import Location
+from synclog.targets.duckdb import CAPABILITIES as DUCKDB
 from synclog.targets.duckdb import DuckDBTarget
 from synclog.targets.rows import Rows
-from synclog_sqlite.target import SqliteTarget
+from synclog_sqlite.target import CAPABILITIES, SqliteTarget
 
 DECLARED = {**DuckDBTarget.type_names, ColumnType.JSON: "JSON"}
 
@@ -28,8 +37,8 @@ class _HookedDuckDB(DuckDBTarget):
 
     type_names: ClassVar[dict[ColumnType, str]] = dict.fromkeys(DuckDBTarget.type_names, "NOT_A_TYPE")
 
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
-        super().__init__(url, settings)
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
         self.partitions_made: list[tuple[str, list[date]]] = []
 
     def column_sql(self, column: Column) -> str:
@@ -47,7 +56,7 @@ class _HookedDuckDB(DuckDBTarget):
 @pytest.fixture
 def hooked(tmp_path: Path) -> Iterator[_HookedDuckDB]:
     settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
-    target = _HookedDuckDB(TargetURL.parse(f"duckdb:///{tmp_path / 'hooked.duckdb'}"), settings)
+    target = _HookedDuckDB(TargetURL.parse(f"duckdb:///{tmp_path / 'hooked.duckdb'}"), settings, DUCKDB)
     yield target
     target.close()
 
@@ -87,7 +96,7 @@ def test_declarations_casts_and_partitions_go_through_their_hooks(
 def test_without_read_casts_a_read_back_casts_nothing(tmp_path: Path, spark: SparkSession) -> None:
     """SQLite (`read_casts = no`): a column the stored table lacks reads as a bare NULL."""
     settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
-    target = SqliteTarget(TargetURL.parse(f"sqlite:///{tmp_path / 'x.sqlite'}"), settings)
+    target = SqliteTarget(TargetURL.parse(f"sqlite:///{tmp_path / 'x.sqlite'}"), settings, CAPABILITIES)
     try:
         narrow = replace(SYNC_LOG, view=None, columns=SYNC_LOG.columns[:3])
         target.ensure([narrow])
@@ -104,11 +113,9 @@ def test_without_read_casts_a_read_back_casts_nothing(tmp_path: Path, spark: Spa
 def test_the_identifier_quote_is_a_capability(tmp_path: Path, spark: SparkSession) -> None:
     """SQLite also reads MySQL's backticks: the whole write and read path quotes with the capability."""
 
-    class BacktickSqlite(SqliteTarget):
-        capabilities = replace(SqliteTarget.capabilities, identifier_quote="`")
-
+    backticks = replace(CAPABILITIES, identifier_quote="`")
     settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
-    target = BacktickSqlite(TargetURL.parse(f"sqlite:///{tmp_path / 'tick.sqlite'}"), settings)
+    target = SqliteTarget(TargetURL.parse(f"sqlite:///{tmp_path / 'tick.sqlite'}"), settings, backticks)
     try:
         assert target.relation(SYNC_LOG).render() == "`census`.`sync_log_records`"
         assert target.quote("odd`name") == "`odd``name`"

@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 from synclog.storage import owners
 from synclog.storage.location import Location
 from synclog.storage.sweep import sweep, sweep_scratch
-from synclog.testing.factories import make_run
+from synclog_testing.factories import make_run
 
 
 def dead_owner() -> str:

@@ -20,9 +20,9 @@ from synclog.plugins.manager import registry
 from synclog.targets.base import Target
 from synclog.targets.lake import LakeTarget
 from synclog.targets.lake_files import write_json, write_parquet
-from synclog.testing.factories import make_run
 from synclog.tracking import RECORDS, RUNS, RecordQuery, RunQuery, Tracked, find_records, find_runs, tracking
 from synclog.urls import TargetURL
+from synclog_testing.factories import make_run
 
 STARTED = datetime(2026, 3, 1, 8, tzinfo=UTC)
 

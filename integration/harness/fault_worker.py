@@ -100,8 +100,8 @@ def install_points() -> None:
 def write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     from synclog.config import Config
     from synclog.model import Run
-    from synclog.testing.factories import make_records, record_rows
     from synclog.writer import SyncLog
+    from synclog_testing.factories import make_records, record_rows
 
     run = Run.from_dict(request["run"])
     rows = record_rows(run, count=request["count"], batches=request["batches"])
@@ -141,7 +141,7 @@ def warm_up(spark: Any) -> None:
     (the first write of a Spark session takes several times as long as the next ones)."""
     from datetime import UTC, datetime
 
-    from synclog.testing.factories import make_run
+    from synclog_testing.factories import make_run
 
     with tempfile.TemporaryDirectory(prefix="synclog-warm-up-") as folder:
         config = Path(folder) / "synclog.toml"

@@ -50,7 +50,7 @@ from typing import Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from synclog.testing.network import forward
+from synclog_testing.network import forward
 
 from .fault_worker import WARM_UP_ENV
 from .processes import free_port
@@ -540,7 +540,7 @@ def storage_files(storage: Path) -> list[str]:
 
 
 def run_of(sync_id: int, sync_run_id: int, started: datetime | None = None) -> dict[str, Any]:
-    from synclog.testing.factories import make_run
+    from synclog_testing.factories import make_run
 
     started = started or datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
     return make_run(sync_id=sync_id, sync_run_id=sync_run_id, started_at=started).to_dict()

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from synclog.testing.network import free_port as free_port  # the harness's servers use it too
+from synclog_testing.network import free_port as free_port  # the harness's servers use it too
 
 from .errors import ServerStartError
 

@@ -70,15 +70,14 @@ class Cutoffs:
 class Target(ABC):
     """An open connection to one warehouse (or folder) that log tables are written into."""
 
-    capabilities: Capabilities
-    """What the target can do: set on the class, equal to its `TargetType`'s (known before it
-    connects); an instance may refine it from its options (Databricks' JSON type)."""
     placeholder: ClassVar[str] = "?"
     """The positional query parameter marker of the warehouse's driver."""
 
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
         self.url = url
         self.settings = settings
+        self.capabilities = capabilities
+        """What this target can do: given by its `TargetType` (`TargetType.capabilities_for`)."""
 
     @property
     def storage(self) -> Location:
@@ -165,20 +164,38 @@ class Target(ABC):
         self.close()
 
 
+Opener = Callable[[TargetURL, TargetSettings, Capabilities], Target]
+"""Opens a target with the capabilities its type gives it (a `Target` subclass is one)."""
+
+Refiner = Callable[[Capabilities, TargetURL, TargetSettings], Capabilities]
+"""The capabilities of one target from the type's and its URL and options."""
+
+
 @dataclass(frozen=True)
 class TargetType:
-    """What a plugin registers: a kind of target, its URL schemes and capabilities, and an opener."""
+    """What a plugin registers: a kind of target, its URL schemes and capabilities, and an opener.
+
+    The one place a target's capabilities are declared: the core reads them from here (the
+    connector before connecting, `synclog plugins`, the docs), and the opened target gets them."""
 
     name: str
     schemes: tuple[str, ...]
     capabilities: Capabilities
     summary: str
-    opener: Callable[[TargetURL, TargetSettings], Target]
+    opener: Opener
     """Opens a target; plugins import their warehouse driver here, not at registration."""
     example_url: str = ""
     file_url: bool = False
     """The URL names a database file (`scheme:///relative/path`, `scheme:////absolute/path`): the
     core parses it (`TargetURL.file_path`) and refuses a missing file to read-only commands."""
+    refine: Refiner | None = None
+    """Where one target's capabilities follow from its URL or options (Databricks' `json` option,
+    the session's table format), they are `refine(capabilities, url, settings)`; called before
+    connecting, so it reads no warehouse."""
+
+    def capabilities_for(self, url: TargetURL, settings: TargetSettings) -> Capabilities:
+        """The capabilities of the target at `url`: the type's, refined by its options."""
+        return self.capabilities if self.refine is None else self.refine(self.capabilities, url, settings)
 
     def check(self, url: TargetURL, settings: TargetSettings) -> None:
         """What the core checks before opening: a file URL's form, and a read-only command's file."""
@@ -193,6 +210,7 @@ class TargetType:
         its layouts call (checked here when the opener imports the class lazily)."""
         settings = settings or TargetSettings()
         self.check(url, settings)
-        target = self.opener(url, settings)
-        check_target_class(self.name, type(target), target.capabilities)  # its own, e.g. Delta or not
+        capabilities = self.capabilities_for(url, settings)
+        target = self.opener(url, settings, capabilities)
+        check_target_class(self.name, type(target), capabilities)  # the class the opener chose
         return target

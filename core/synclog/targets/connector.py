@@ -13,7 +13,7 @@ from synclog.urls import TargetURL
 
 
 class Connector:
-    """Holds one target: what it is (URL, capabilities) is known before it answers.
+    """Holds one target: what it is (URL, its type's capabilities) is known before it answers.
 
     `target` connects on first use; `reset()` after a failure drops the connection so the next
     use connects afresh. An unreachable warehouse therefore costs a retry, never the writer.
@@ -39,7 +39,7 @@ class Connector:
     @classmethod
     def for_type(cls, kind: TargetType, url: TargetURL, settings: TargetSettings) -> Connector:
         """The target `kind` opens at `url`, not connected yet."""
-        return cls(url, kind.capabilities, partial(kind.open, url, settings))
+        return cls(url, kind.capabilities_for(url, settings), partial(kind.open, url, settings))
 
     @property
     def target(self) -> Target:

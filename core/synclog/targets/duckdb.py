@@ -40,7 +40,6 @@ _OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
 class DuckDBTarget(SqlTarget):
     """A DuckDB database file (or `:memory:`)."""
 
-    capabilities = CAPABILITIES
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "BIGINT",
         ColumnType.INTEGER: "INTEGER",
@@ -49,8 +48,8 @@ class DuckDBTarget(SqlTarget):
         ColumnType.BOOLEAN: "BOOLEAN",
     }
 
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
-        super().__init__(url, settings)
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
         self.path = database_path(url)
         memory_limit = settings.options_for(url, _OPTIONS).get(MEMORY_LIMIT, DEFAULT_MEMORY_LIMIT)
         try:

@@ -59,10 +59,10 @@ CAPABILITIES = Capabilities(
 class LakeTarget(Target):
     """Parquet and JSON files under a folder or an S3 prefix, placed by `files`' path templates."""
 
-    capabilities = CAPABILITIES
-
-    def __init__(self, url: TargetURL, settings: TargetSettings, files: LakeFiles) -> None:
-        super().__init__(url, settings)
+    def __init__(
+        self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, files: LakeFiles
+    ) -> None:
+        super().__init__(url, settings, capabilities)
         self.files = files
         self.location = lake_location(url, settings.options)
         self.fs = self.location.filesystem()

@@ -1,4 +1,4 @@
-"""The whole conformance suite on the SQLite target, plus what is SQLite's own."""
+"""The conformance suite on the SQLite target (every class but QUALIFY's), plus what is SQLite's own."""
 
 from __future__ import annotations
 
@@ -7,14 +7,30 @@ from pathlib import Path
 
 import pytest
 
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.outage import Outage, file_outage
+from synclog_testing.conformance import (
+    HightouchConformance,
+    NamingAndDdlConformance,
+    OutagesConformance,
+    PrivacyConformance,
+    ReadBackConformance,
+    RetentionConformance,
+    TrackingConformance,
+    WritesConformance,
+)
+from synclog_testing.outage import Outage, file_outage
 
 
-class TestSqlite(TargetConformance):
+class TestSqlite(
+    NamingAndDdlConformance,
+    WritesConformance,
+    OutagesConformance,
+    RetentionConformance,
+    HightouchConformance,
+    ReadBackConformance,
+    PrivacyConformance,
+    TrackingConformance,
+):  # SQLite has no QUALIFY: no QualifyConformance
     """The suite, on the fresh database of `synclog_target_url` (conftest.py)."""
-
-    qualify = False  # SQLite has no QUALIFY
 
     @pytest.fixture
     def outage(self, tmp_path: Path) -> Iterator[Outage]:

@@ -2,7 +2,7 @@
 and the plugin's one rule: it imports no synclog module but the public plugin API.
 
 Like any third party's tests, these use only public entry points: the `synclog` command (a
-subprocess), `synclog.plugin_api`, the plugin's own classes and the test kit (`synclog.testing`).
+subprocess), `synclog.plugin_api`, the plugin's own classes and the test kit (`synclog_testing`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import pytest
 
 import synclog_sqlite
 from synclog.plugin_api import TargetSettings, TargetURL
-from synclog.testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
+from synclog_sqlite.plugin import TARGET_TYPE
 from synclog_sqlite.target import SqliteTarget
+from synclog_testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
 
 SYNCLOG = Path(sys.executable).with_name("synclog")
 """The `synclog` command of the environment the tests run in."""
@@ -43,7 +44,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 @pytest.fixture
 def target(demo: tuple[str, str]) -> Iterator[SqliteTarget]:
-    opened = SqliteTarget(TargetURL.parse(demo[0]), TargetSettings(read_only=True))
+    opened = TARGET_TYPE.open(TargetURL.parse(demo[0]), TargetSettings(read_only=True))
+    assert isinstance(opened, SqliteTarget)
     yield opened
     opened.close()
 
@@ -93,4 +95,4 @@ def imported_synclog_modules(folder: Path) -> set[str]:
 def test_the_plugin_and_its_tests_import_only_public_modules() -> None:
     assert imported_synclog_modules(Path(synclog_sqlite.__file__).parent) == {"synclog.plugin_api"}
     tests = imported_synclog_modules(Path(__file__).parent)
-    assert all(name == "synclog.plugin_api" or name.startswith("synclog.testing.") for name in tests)
+    assert all(name == "synclog.plugin_api" or name.startswith("synclog_testing.") for name in tests)

@@ -54,7 +54,6 @@ Anything else (SQL SQLite rejects) is a bug and passes through as it is."""
 class SqliteTarget(api.SqlTarget):
     """A SQLite database file (or `sqlite:///:memory:`), with a file per schema."""
 
-    capabilities = CAPABILITIES
     placeholder: ClassVar[str] = "?"
     type_names: ClassVar[dict[api.ColumnType, str]] = {
         api.ColumnType.BIGINT: "INTEGER",
@@ -64,8 +63,10 @@ class SqliteTarget(api.SqlTarget):
         api.ColumnType.BOOLEAN: "BOOLEAN",
     }
 
-    def __init__(self, url: api.TargetURL, settings: api.TargetSettings) -> None:
-        super().__init__(url, settings)
+    def __init__(
+        self, url: api.TargetURL, settings: api.TargetSettings, capabilities: api.Capabilities
+    ) -> None:
+        super().__init__(url, settings, capabilities)
         self.path = url.file_path()  # the core has refused a missing file to read-only commands
         with self._errors():
             if self.path != api.MEMORY:

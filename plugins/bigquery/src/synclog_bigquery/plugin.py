@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from synclog.plugin_api import Target, TargetRegister, TargetSettings, TargetType, TargetURL, hookimpl
+from synclog.plugin_api import (
+    Capabilities,
+    Target,
+    TargetRegister,
+    TargetSettings,
+    TargetType,
+    TargetURL,
+    hookimpl,
+)
 from synclog_bigquery.capabilities import CAPABILITIES
 
 SYNCLOG_PLUGIN_API = 1
 """The plugin API this plugin is built for (`synclog.plugin_api.PLUGIN_API_VERSION`)."""
 
 
-def open_target(url: TargetURL, settings: TargetSettings) -> Target:
+def open_target(url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> Target:
     """Open a BigQuery target (imports google-cloud-bigquery)."""
     from synclog_bigquery.target import BigQueryTarget
 
-    return BigQueryTarget(url, settings)
+    return BigQueryTarget(url, settings, capabilities)
 
 
 TARGET_TYPE = TargetType(

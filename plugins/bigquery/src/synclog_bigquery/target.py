@@ -21,6 +21,7 @@ from google.cloud import bigquery
 
 from synclog.plugin_api import (
     DEFAULT_RETENTION_DAYS,
+    Capabilities,
     Column,
     ColumnType,
     ConfigError,
@@ -35,7 +36,6 @@ from synclog.plugin_api import (
     first_line,
     outages,
 )
-from synclog_bigquery.capabilities import CAPABILITIES
 from synclog_bigquery.connection import OUTAGES, ConnectionSettings, named_markers, query_parameters
 from synclog_bigquery.loading import INLINE_BYTES, INLINE_ROWS, inline_rows, load_job, uri_load_job
 
@@ -53,7 +53,6 @@ _CONCURRENT_UPDATE = "concurrent update"
 class BigQueryTarget(SqlTarget):
     """Log tables in BigQuery datasets (`census`, `hightouch_audit`) of one project."""
 
-    capabilities = CAPABILITIES
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "INT64",
         ColumnType.INTEGER: "INT64",
@@ -62,8 +61,8 @@ class BigQueryTarget(SqlTarget):
         ColumnType.BOOLEAN: "BOOL",
     }
 
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
-        super().__init__(url, settings)
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
         self.connection = ConnectionSettings.from_url(url)
         self.expiration_days = _expiry_days(settings.options.get(EXPIRY_OPTION, DEFAULT_RETENTION_DAYS))
         self.client = self.connection.client()

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from synclog.plugin_api import (
+    Capabilities,
     Column,
     ColumnType,
     ConfigError,
@@ -37,9 +38,10 @@ class DatabricksTarget(SqlTarget):
     table_format: ClassVar[str] = "DELTA"
     """The `USING` clause of the tables this target creates."""
 
-    def __init__(self, url: TargetURL, settings: TargetSettings, catalog: str, json_type: str) -> None:
-        super().__init__(url, replace(settings, database=catalog))
-        self.capabilities = replace(type(self).capabilities, json_type=json_type)
+    def __init__(
+        self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, catalog: str
+    ) -> None:
+        super().__init__(url, replace(settings, database=catalog), capabilities)
 
     @property
     def variant(self) -> bool:

@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from synclog.plugin_api import (
+    Capabilities,
     Column,
     ColumnType,
     ConfigError,
@@ -39,22 +40,27 @@ from synclog.plugin_api import (
 )
 from synclog_databricks import partitions
 from synclog_databricks.base import DatabricksTarget
-from synclog_databricks.capabilities import DELTA, PARQUET
-from synclog_databricks.options import catalog, json_type
+from synclog_databricks.capabilities import PARQUET
+from synclog_databricks.options import catalog, with_json_type
 
 OPTIONS = ("format", "json")
 FORMATS = ("delta", "parquet")
 
 
-def open_cluster_target(url: TargetURL, settings: TargetSettings) -> Target:
-    """A Delta target when the session has Delta (or `format=delta`), else a Parquet one."""
+def open_cluster_target(url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> Target:
+    """A Delta target, or a Parquet one where the capabilities are Parquet's (`cluster_capabilities`)."""
+    kind = ParquetTarget if capabilities.partition_drop else SparkTarget
+    return kind(url, settings, capabilities, spark_session())
+
+
+def cluster_capabilities(declared: Capabilities, url: TargetURL, settings: TargetSettings) -> Capabilities:
+    """Delta's (`declared`) when the session has Delta (or `format=delta`), else Parquet's; with
+    the `json` option's JSON type."""
     given = settings.options_for(url, OPTIONS)
-    spark = spark_session()
-    chosen = given.get("format", "").lower() or session_format(spark)
+    chosen = given.get("format", "").lower() or session_format(spark_session())
     if chosen not in FORMATS:
         raise ConfigError(f"{url}: format must be one of {', '.join(FORMATS)}, not {chosen!r}")
-    kind = SparkTarget if chosen == "delta" else ParquetTarget
-    return kind(url, settings, spark, given)
+    return with_json_type(declared if chosen == "delta" else PARQUET, url, given)
 
 
 def session_format(spark: SparkSession) -> str:
@@ -67,14 +73,12 @@ def session_format(spark: SparkSession) -> str:
 class SparkTarget(DatabricksTarget):
     """Delta tables in a catalog of the Spark session; one MERGE per swap."""
 
-    capabilities = DELTA
-
     def __init__(
-        self, url: TargetURL, settings: TargetSettings, spark: SparkSession, given: Mapping[str, str]
+        self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, spark: SparkSession
     ) -> None:
         if url.user or url.port or url.path.strip("/"):
             raise ConfigError(f"{url}: expected databricks+spark://CATALOG")
-        super().__init__(url, settings, catalog(url, settings, url.host or None), json_type(url, dict(given)))
+        super().__init__(url, settings, capabilities, catalog(url, settings, url.host or None))
         self.spark = spark
 
     # -- statements ----------------------------------------------------------------------------
@@ -138,7 +142,6 @@ class ParquetTarget(SparkTarget):
     can lose one's rows; Delta has none of these limits.
     """
 
-    capabilities = PARQUET
     table_format: ClassVar[str] = "PARQUET"
 
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:

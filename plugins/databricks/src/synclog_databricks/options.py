@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from synclog.plugin_api import ConfigError, TargetSettings, TargetURL, check_name
+from collections.abc import Mapping
+from dataclasses import replace
+
+from synclog.plugin_api import Capabilities, ConfigError, TargetSettings, TargetURL, check_name
 
 DEFAULT_CATALOG = "census"
 JSON_TYPES = {"string": "STRING", "variant": "VARIANT"}
@@ -16,9 +19,9 @@ def catalog(url: TargetURL, settings: TargetSettings, named: str | None) -> str:
     return check_name((named or settings.database or DEFAULT_CATALOG).lower(), what="catalog", max_length=255)
 
 
-def json_type(url: TargetURL, given: dict[str, str]) -> str:
-    """The type of JSON columns: STRING unless the `json` option asks for VARIANT."""
+def with_json_type(capabilities: Capabilities, url: TargetURL, given: Mapping[str, str]) -> Capabilities:
+    """`capabilities` with the type of JSON columns: STRING unless the `json` option asks for VARIANT."""
     choice = given.get("json", "string").lower()
     if choice not in JSON_TYPES:
         raise ConfigError(f"{url}: json must be one of {', '.join(JSON_TYPES)}, not {choice!r}")
-    return JSON_TYPES[choice]
+    return replace(capabilities, json_type=JSON_TYPES[choice])

@@ -25,6 +25,7 @@ import pyarrow as pa
 from databricks.sql.exc import OperationalError
 
 from synclog.plugin_api import (
+    Capabilities,
     ConfigError,
     Manifest,
     Relation,
@@ -36,8 +37,7 @@ from synclog.plugin_api import (
 )
 from synclog_databricks import sources
 from synclog_databricks.base import DatabricksTarget
-from synclog_databricks.capabilities import WAREHOUSE
-from synclog_databricks.options import catalog, json_type
+from synclog_databricks.options import catalog
 
 OPTIONS = ("http_path", "catalog", "volume", "json", "use_sea", "scheme", "retry_seconds", *sources.OPTIONS)
 TOKEN_ENV = "DATABRICKS_TOKEN"
@@ -56,9 +56,7 @@ warehouse refused a statement) is not among them."""
 class WarehouseTarget(DatabricksTarget):
     """Delta tables written through a SQL warehouse."""
 
-    capabilities = WAREHOUSE
-
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
         given = settings.options_for(url, OPTIONS)
         if not url.host or url.path.strip("/") or "http_path" not in given:
             raise ConfigError(f"{url}: expected databricks://HOST?http_path=/sql/1.0/warehouses/ID")
@@ -71,7 +69,7 @@ class WarehouseTarget(DatabricksTarget):
         if set(url.query) & set(sources.OPTIONS):
             raise ConfigError(f"{url}: give S3 keys in the target's options, not in the URL")
         chosen = catalog(url, settings, given.get("catalog"))
-        super().__init__(url, settings, chosen, json_type(url, given))
+        super().__init__(url, settings, capabilities, chosen)
         self.access = sources.CopyAccess.from_options(given, self.storage)
         self.volume = check_name(given.get("volume", DEFAULT_VOLUME), what="volume", max_length=255).lower()
         local = [self.storage.root] if self.storage.local else []  # what PUT may read

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from synclog.plugin_api import Target, TargetRegister, TargetSettings, TargetType, TargetURL, hookimpl
+from synclog.plugin_api import (
+    Capabilities,
+    Target,
+    TargetRegister,
+    TargetSettings,
+    TargetType,
+    TargetURL,
+    hookimpl,
+)
 from synclog_postgres.capabilities import CAPABILITIES
 
 SYNCLOG_PLUGIN_API = 1
 """The plugin API this plugin is built for (`synclog.plugin_api.PLUGIN_API_VERSION`)."""
 
 
-def _open(url: TargetURL, settings: TargetSettings) -> Target:
+def _open(url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> Target:
     from synclog_postgres.target import PostgresTarget
 
-    return PostgresTarget(url, settings)
+    return PostgresTarget(url, settings, capabilities)
 
 
 TARGET_TYPE = TargetType(

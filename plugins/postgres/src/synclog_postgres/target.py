@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from synclog.plugin_api import (
+    Capabilities,
     ColumnType,
     InputError,
     Relation,
@@ -24,7 +25,6 @@ from synclog.plugin_api import (
     rows_batch,
 )
 from synclog_postgres import orphans, partitions
-from synclog_postgres.capabilities import CAPABILITIES
 from synclog_postgres.connection import OUTAGES, connect, conninfo
 from synclog_postgres.copy import FAILURE_MARK, REFUSED_MARK, CopyStageWriter, DayCounts, day_totals
 
@@ -36,7 +36,6 @@ _DDL_LOCK_CLASS = orphans.LOCK_CLASS + 1
 class PostgresTarget(SqlTarget):
     """A PostgreSQL database; tables with a time column are partitioned by UTC day."""
 
-    capabilities = CAPABILITIES
     placeholder: ClassVar[str] = "%s"
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "BIGINT",
@@ -46,8 +45,8 @@ class PostgresTarget(SqlTarget):
         ColumnType.BOOLEAN: "BOOLEAN",
     }
 
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
-        super().__init__(url, settings)
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
         self.params = conninfo(url)
         self.connection = connect(self.params, where=str(url))
 
@@ -128,7 +127,7 @@ class PostgresTarget(SqlTarget):
             index = check_name(
                 f"{relation.parts[-1]}_replace_key",
                 what="index",
-                max_length=CAPABILITIES.max_identifier_length,
+                max_length=self.capabilities.max_identifier_length,
             )
             keys = ", ".join(self.quote(k) for k in given.replace_key)
             self.execute(f"CREATE INDEX IF NOT EXISTS {self.quote(index)} ON {relation.render()} ({keys})")

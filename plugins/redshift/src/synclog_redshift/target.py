@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from synclog.plugin_api import (
+    Capabilities,
     ColumnType,
     ConfigError,
     Location,
@@ -27,7 +28,6 @@ from synclog.plugin_api import (
     published,
 )
 from synclog_redshift import statements
-from synclog_redshift.capabilities import CAPABILITIES
 from synclog_redshift.connection import OUTAGES, ConnectionSettings, S3Access
 
 COPY_MANIFEST = "redshift.manifest"
@@ -46,7 +46,6 @@ class TemporaryTable(Relation):
 class RedshiftTarget(SqlTarget):
     """A Redshift database; staging and read-backs go through `storage` on S3."""
 
-    capabilities = CAPABILITIES
     placeholder: ClassVar[str] = "%s"
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "BIGINT",
@@ -56,8 +55,8 @@ class RedshiftTarget(SqlTarget):
         ColumnType.BOOLEAN: "BOOLEAN",
     }
 
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
-        super().__init__(url, settings)
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
         require_s3(settings.storage)
         self.access = S3Access.resolve(settings.options, settings.storage)
         self.connection = ConnectionSettings.from_url(url).connect(str(url))

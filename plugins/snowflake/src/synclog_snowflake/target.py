@@ -14,6 +14,7 @@ import snowflake.connector
 from snowflake.connector import errors
 
 from synclog.plugin_api import (
+    Capabilities,
     ColumnType,
     Manifest,
     Relation,
@@ -27,7 +28,6 @@ from synclog.plugin_api import (
     outages,
     rows_batch,
 )
-from synclog_snowflake.capabilities import CAPABILITIES
 from synclog_snowflake.connection import ConnectionSettings, connection_settings
 from synclog_snowflake.external import (
     COPY_FILES,
@@ -66,7 +66,6 @@ DatabaseError after connecting ("Connection is closed": this target closed it).
 class SnowflakeTarget(SqlTarget):
     """A Snowflake database (CENSUS by default) reached with `snowflake-connector-python`."""
 
-    capabilities = CAPABILITIES
     placeholder: ClassVar[str] = "?"
     type_names: ClassVar[dict[ColumnType, str]] = {
         ColumnType.BIGINT: "NUMBER(38,0)",
@@ -76,9 +75,9 @@ class SnowflakeTarget(SqlTarget):
         ColumnType.BOOLEAN: "BOOLEAN",
     }
 
-    def __init__(self, url: TargetURL, settings: TargetSettings) -> None:
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
         conn = connection_settings(url, settings)
-        super().__init__(url, replace(settings, database=conn.database))
+        super().__init__(url, replace(settings, database=conn.database), capabilities)
         check_options(settings.options)
         self.access = None if self.storage.local else StageAccess.resolve(settings.options, self.storage)
         self.connection = _connect(conn)

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-from synclog.testing.outage import Outage
+from synclog_testing.outage import Outage
 
 HOST = "127.0.0.1"
 _CHUNK = 1 << 16

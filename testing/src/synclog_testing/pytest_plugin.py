@@ -1,4 +1,4 @@
-"""The conformance suite as a pytest plugin, loaded by pytest wherever `synclog[testing]` is installed.
+"""The conformance suite as a pytest plugin, loaded by pytest wherever `synclog-testing` is installed.
 
 A plugin's tests give the suite one fixture, a fresh and empty target per test, and subclass it:
 
@@ -10,13 +10,15 @@ A plugin's tests give the suite one fixture, a fresh and empty target per test, 
         yield f"mywarehouse:///{tmp_path / 'suite.db'}"
 
     # test_conformance.py
-    from synclog.testing.conformance import TargetConformance
+    from synclog_testing.conformance import TargetConformance
 
     class TestMyWarehouse(TargetConformance):
-        pass  # options: seed_names, expected_sync_log, qualify, settings, partition_columns
+        pass  # options: seed_names, expected_sync_log, settings, partition_columns
 
-The class runs every test of the suite against `synclog_target_url`; tests of a layout the
-target does not hold skip. A class may give the fixture as a method instead, where a
+`TargetConformance` runs every class of the suite (`NamingAndDdlConformance`,
+`QualifyConformance`, …) against `synclog_target_url`; a warehouse subclasses only the classes
+it takes part in (no QUALIFY: no `QualifyConformance`). Tests of a layout the target does not
+hold skip. A class may give the fixture as a method instead, where a
 module holds suites of several targets.
 """
 

@@ -1,4 +1,5 @@
-"""The conformance suite every target passes: subclass it once per target (dbt-style).
+"""The conformance suite: small opt-in classes, one area each (dbt-tests-adapter style);
+`TargetConformance` is all of them.
 
 @pytest.fixture
 def synclog_target_url(tmp_path):
@@ -7,8 +8,8 @@ def synclog_target_url(tmp_path):
 class TestMyWarehouse(TargetConformance):
     seed_names = {"CENSUS.CENSUS.SYNC_LOG": "census.sync_log", ...}
 
-`synclog_target_url` is the fixture of synclog's pytest plugin (`synclog[testing]`, see
-`synclog.testing.pytest_plugin`); a module or a class may give it (every built-in target does).
+`synclog_target_url` is the fixture of synclog's pytest plugin (`synclog-testing`, see
+`synclog_testing.pytest_plugin`); a module or a class may give it (every built-in target does).
 
 Tests of a layout the target does not hold skip. The record-level tests count through
 `count`, a SQL `WHERE` over the census `sync_log` columns; a target without the census layout
@@ -48,7 +49,10 @@ from synclog.targets.base import Target, TargetSettings
 from synclog.targets.rows import Rows
 from synclog.targets.sql import VERSIONS_TABLE
 from synclog.targets.tables import TableSpec
-from synclog.testing.factories import (
+from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs, find_syncs
+from synclog.urls import TargetURL
+from synclog.writer import SyncLog
+from synclog_testing.factories import (
     RECORD_DDL,
     REJECTION,
     Person,
@@ -57,12 +61,9 @@ from synclog.testing.factories import (
     person_rows,
     record_rows,
 )
-from synclog.testing.outage import Outage
-from synclog.testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
-from synclog.testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
-from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs, find_syncs
-from synclog.urls import TargetURL
-from synclog.writer import SyncLog
+from synclog_testing.outage import Outage
+from synclog_testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
+from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 SEED_000_BY_SYNC = """SELECT *
 FROM CENSUS.CENSUS.SYNC_LOG log
@@ -116,8 +117,9 @@ def failing_sync_log_frame(spark: SparkSession, sync_run_id: int) -> DataFrame:
     return sync_log_frame(spark, sync_run_id, batch_number, rows=FAIL_AT + 1)
 
 
-class TargetConformance:
-    """What every target must do. Subclasses get `synclog_target_url` and give the target's names."""
+class ConformanceBase:
+    """The fixtures and helpers every conformance class shares: the target (from the
+    `synclog_target_url` fixture), its storage, Spark, and how the seeds' names are spelt."""
 
     seed_names: ClassVar[dict[str, str]] = {
         "CENSUS.CENSUS.SYNC_LOG": "census.sync_log",
@@ -125,9 +127,6 @@ class TargetConformance:
     }
     """How the seed queries' Snowflake names are spelt on this target."""
     expected_sync_log: ClassVar[str] = "census.sync_log"
-    qualify: ClassVar[bool] = True
-    """Whether the warehouse has QUALIFY: the suite then runs seed 002's third query, which uses
-    it (the core's own SQL never does)."""
     settings: ClassVar[TargetSettings] = TargetSettings()
     partition_columns: ClassVar[tuple[str, ...]] = ()
     """Columns the target's storage puts after a table's own (Spark's Parquet partition columns);
@@ -198,7 +197,95 @@ class TargetConformance:
         rows = [tuple(r.values()) for t in target.existing_tables(tables) for r in self.rows(target, t)]
         return "\n".join(map(str, rows))
 
-    # -- naming and DDL ------------------------------------------------------------------------
+    def rows(self, target: Target, table: TableSpec, where: str = "1 = 1") -> list[dict[str, Any]]:
+        """Every row of `table` matching `where`, with lower-case column names."""
+        return self.rows_sql(target, f"SELECT * FROM {target.relation(table).render()} WHERE {where}")
+
+    def rows_sql(self, target: Target, sql: str) -> list[dict[str, Any]]:
+        """A query's rows, with lower-case column names."""
+        return [{k.lower(): v for k, v in row.items()} for row in target.query(sql).to_pylist()]
+
+    def write_people(
+        self, log: SyncLog, run: Run, people: list[Person], splits: dict[str, str] | None = None
+    ) -> None:
+        rows = person_rows(run, people)
+        if splits is None:
+            records = make_records(log.spark, rows)
+        else:
+            rows = [(*row, splits.get(row[0] or "")) for row in rows]
+            records = log.spark.createDataFrame(rows, RECORD_DDL + ", split_group string")
+        log.write_run(run, records)
+
+    def write_audience_runs(self, log: SyncLog) -> tuple[Run, Run, list[Person]]:
+        """Two runs of sync 77 ("Audience 77"): people added, changed, retried, removed, rejected
+        and sent twice; returns both runs and the second's people (to replay it)."""
+        first = make_run(sync_id=77, sync_run_id=701, model_name="Audience 77")
+        second = replace(first, sync_run_id=702, started_at=first.started_at + timedelta(minutes=10))
+        ok, rejected = "succeeded", "rejected"
+        self.write_people(
+            log,
+            first,
+            [
+                ("a", "upsert", ok, 1),
+                ("b", "upsert", ok, 1),
+                ("c", "upsert", rejected, 1),
+                ("d", "upsert", ok, 1),
+                ("e", "upsert", ok, 1),
+                (None, "upsert", ok, 1),
+            ],
+        )
+        then: list[Person] = [
+            ("a", "upsert", ok, 1),  # sent again as before: in the snapshot, not in the changelog
+            ("b", "upsert", ok, 2),
+            ("c", "upsert", ok, 1),  # sent again after failing: a retry, logged
+            ("d", "delete", ok, 1),
+            ("f", "upsert", rejected, 1),
+            ("g", "upsert", ok, 1),
+            ("g", "upsert", ok, 1),
+            ("h", "upsert", rejected, 1),
+        ]
+        self.write_people(log, second, then)
+        return first, second, then
+
+    def changelog(self, target: Target, run: Run) -> Counter[tuple[Any, ...]]:
+        rows = self.rows(target, CHANGELOG, f"sync_run_id = {int(run.sync_run_id)}")
+        return Counter((r["row_id"], r["op_type"], r["status"], r["failure_reason"]) for r in rows)
+
+    def snapshot(self, target: Target, sync_id: int) -> set[tuple[Any, ...]]:
+        rows = self.rows(target, SNAPSHOT, f"sync_id = {int(sync_id)}")
+        found = {
+            (r["row_id"], r["op_type"], r["status"], r["failure_reason"], r["last_sync_run_id"]) for r in rows
+        }
+        assert len(found) == len(rows), "one snapshot row per row id"
+        return found
+
+    def assert_runs_agree_with_changelog(self, target: Target) -> None:
+        """Every `sync_runs` count equals what the changelog holds for the run."""
+        counts = Counter((r["sync_run_id"], r["op_type"], r["status"]) for r in self.rows(target, CHANGELOG))
+        runs = self.rows(target, RUNS)
+        assert runs
+        for run in runs:
+            for op_type, op in (("added", "add"), ("changed", "change"), ("removed", "remove")):
+
+                def n(*statuses: str, op_type: str = op_type, run_id: int = run["sync_run_id"]) -> int:
+                    return sum(counts[(run_id, op_type, s)] for s in statuses)
+
+                assert run[f"num_planned_{op}"] == n("succeeded", "failed", "aborted")
+                assert run[f"num_attempted_{op}"] == n("succeeded", "failed")
+                assert run[f"num_succeeded_{op}"] == n("succeeded")
+                assert run[f"num_failed_{op}"] == n("failed")
+
+    def contents(self, target: Target) -> dict[str, list[tuple[Any, ...]]]:
+        """Every hightouch table's rows, sorted, to compare before and after a replay."""
+        return {
+            t.name: sorted((tuple(map(str, r.values())) for r in self.rows(target, t)), key=str)
+            for t in (CHANGELOG, SNAPSHOT, RUNS)
+        }
+
+
+class NamingAndDdlConformance(ConformanceBase):
+    """The documented names, idempotent and versioned DDL, columns added at the end, seed 000
+    and the demo's questions."""
 
     def test_sync_log_is_named_as_documented(self, target: Target) -> None:
         self.require(target, "census")
@@ -223,8 +310,6 @@ class TargetConformance:
         assert len(rows) == 2
         assert self.column_names(target, SYNC_LOG) == SYNC_LOG.column_names()
 
-    # -- loading -------------------------------------------------------------------------------
-
     def test_seed_000_queries_and_the_demo_questions_run(self, target: Target, spark: SparkSession) -> None:
         self.require(target, "census")
         run = make_run()
@@ -241,6 +326,10 @@ class TargetConformance:
         moves = values(report.segment_changes(target, run.sync_id, run.sync_run_id))
         segment = run.source_object.name
         assert [move[:3] for move in moves] == [(segment, "entered", 22), (segment, "left", 8)]
+
+
+class WritesConformance(ConformanceBase):
+    """Statuses, replays, a failure mid-load, bad input and oversized payloads."""
 
     def test_statuses_and_invalid_records(self, target: Target, spark: SparkSession) -> None:
         run = make_run()
@@ -303,6 +392,10 @@ class TargetConformance:
         self.log(target, spark).write_run(run, make_records(spark, rows))
         assert self.count(target) == 4
 
+
+class OutagesConformance(ConformanceBase):
+    """Writes survive an outage and `flush` loads them once (needs the `outage` fixture; skips without it)."""
+
     def test_an_outage_keeps_batches_until_flush(
         self, outage: Outage, storage: Location, spark: SparkSession
     ) -> None:
@@ -358,7 +451,9 @@ class TargetConformance:
                 assert self.count(log.target) == 20
             assert not log.store.has(run)
 
-    # -- retention -----------------------------------------------------------------------------
+
+class RetentionConformance(ConformanceBase):
+    """Retention counts from the batch time."""
 
     def test_retention_counts_from_the_batch_time(self, target: Target, spark: SparkSession) -> None:
         now = datetime.now(UTC)
@@ -375,61 +470,10 @@ class TargetConformance:
         assert self.count(target, "sync_run_id = 3") == 10
         assert log.cleanup(now).total == 0
 
-    # -- hightouch layout ----------------------------------------------------------------------
 
-    def rows(self, target: Target, table: TableSpec, where: str = "1 = 1") -> list[dict[str, Any]]:
-        """Every row of `table` matching `where`, with lower-case column names."""
-        return self.rows_sql(target, f"SELECT * FROM {target.relation(table).render()} WHERE {where}")
-
-    def rows_sql(self, target: Target, sql: str) -> list[dict[str, Any]]:
-        """A query's rows, with lower-case column names."""
-        return [{k.lower(): v for k, v in row.items()} for row in target.query(sql).to_pylist()]
-
-    def write_people(
-        self, log: SyncLog, run: Run, people: list[Person], splits: dict[str, str] | None = None
-    ) -> None:
-        rows = person_rows(run, people)
-        if splits is None:
-            records = make_records(log.spark, rows)
-        else:
-            rows = [(*row, splits.get(row[0] or "")) for row in rows]
-            records = log.spark.createDataFrame(rows, RECORD_DDL + ", split_group string")
-        log.write_run(run, records)
-
-    def changelog(self, target: Target, run: Run) -> Counter[tuple[Any, ...]]:
-        rows = self.rows(target, CHANGELOG, f"sync_run_id = {int(run.sync_run_id)}")
-        return Counter((r["row_id"], r["op_type"], r["status"], r["failure_reason"]) for r in rows)
-
-    def snapshot(self, target: Target, sync_id: int) -> set[tuple[Any, ...]]:
-        rows = self.rows(target, SNAPSHOT, f"sync_id = {int(sync_id)}")
-        found = {
-            (r["row_id"], r["op_type"], r["status"], r["failure_reason"], r["last_sync_run_id"]) for r in rows
-        }
-        assert len(found) == len(rows), "one snapshot row per row id"
-        return found
-
-    def assert_runs_agree_with_changelog(self, target: Target) -> None:
-        """Every `sync_runs` count equals what the changelog holds for the run."""
-        counts = Counter((r["sync_run_id"], r["op_type"], r["status"]) for r in self.rows(target, CHANGELOG))
-        runs = self.rows(target, RUNS)
-        assert runs
-        for run in runs:
-            for op_type, op in (("added", "add"), ("changed", "change"), ("removed", "remove")):
-
-                def n(*statuses: str, op_type: str = op_type, run_id: int = run["sync_run_id"]) -> int:
-                    return sum(counts[(run_id, op_type, s)] for s in statuses)
-
-                assert run[f"num_planned_{op}"] == n("succeeded", "failed", "aborted")
-                assert run[f"num_attempted_{op}"] == n("succeeded", "failed")
-                assert run[f"num_succeeded_{op}"] == n("succeeded")
-                assert run[f"num_failed_{op}"] == n("failed")
-
-    def contents(self, target: Target) -> dict[str, list[tuple[Any, ...]]]:
-        """Every hightouch table's rows, sorted, to compare before and after a replay."""
-        return {
-            t.name: sorted((tuple(map(str, r.values())) for r in self.rows(target, t)), key=str)
-            for t in (CHANGELOG, SNAPSHOT, RUNS)
-        }
+class HightouchConformance(ConformanceBase):
+    """The hightouch layout: its tables, the diff of runs, seed 002's first two queries, whole-model
+    and failed runs."""
 
     def test_hightouch_tables_have_the_seed_columns(self, target: Target, spark: SparkSession) -> None:
         self.require(target, "hightouch")
@@ -464,32 +508,7 @@ class TargetConformance:
     def test_hightouch_diff_of_runs_and_seed_002_queries(self, target: Target, spark: SparkSession) -> None:
         self.require(target, "hightouch")
         log = self.log(target, spark, self.hightouch_config)
-        first = make_run(sync_id=77, sync_run_id=701, model_name="Audience 77")
-        second = replace(first, sync_run_id=702, started_at=first.started_at + timedelta(minutes=10))
-        ok, rejected = "succeeded", "rejected"
-        self.write_people(
-            log,
-            first,
-            [
-                ("a", "upsert", ok, 1),
-                ("b", "upsert", ok, 1),
-                ("c", "upsert", rejected, 1),
-                ("d", "upsert", ok, 1),
-                ("e", "upsert", ok, 1),
-                (None, "upsert", ok, 1),
-            ],
-        )
-        then: list[Person] = [
-            ("a", "upsert", ok, 1),  # sent again as before: in the snapshot, not in the changelog
-            ("b", "upsert", ok, 2),
-            ("c", "upsert", ok, 1),  # sent again after failing: a retry, logged
-            ("d", "delete", ok, 1),
-            ("f", "upsert", rejected, 1),
-            ("g", "upsert", ok, 1),
-            ("g", "upsert", ok, 1),
-            ("h", "upsert", rejected, 1),
-        ]
-        self.write_people(log, second, then)
+        first, second, then = self.write_audience_runs(log)
         assert self.changelog(target, first) == Counter(
             [(p, "added", "succeeded", None) for p in ("a", "b", "d", "e", None)]
             + [("c", "added", "failed", REJECTION)]
@@ -538,9 +557,6 @@ class TargetConformance:
             *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
             ("d", "Audience 77", "removed"),
         }
-        if self.qualify:  # seed 002's third query uses QUALIFY, which not every warehouse has
-            current = self.rows_sql(target, self.seed(SEED_002_CURRENT))
-            assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abceg"]
 
         before = self.contents(target)
         self.write_people(log, second, then)
@@ -638,6 +654,21 @@ class TargetConformance:
         assert [r["sync_run_id"] for r in self.rows(target, CHANGELOG, "sync_id = 80")] == [1002, 1002]
         assert len(self.rows(target, RUNS)) == 3, "sync_runs is not retained"
 
+
+class QualifyConformance(ConformanceBase):
+    """Seed 002's third query, which uses QUALIFY (the core's own SQL never does): for warehouses
+    that have it."""
+
+    def test_seed_002_current_members_with_qualify(self, target: Target, spark: SparkSession) -> None:
+        self.require(target, "hightouch")
+        self.write_audience_runs(self.log(target, spark, self.hightouch_config))
+        current = self.rows_sql(target, self.seed(SEED_002_CURRENT))
+        assert [(r["model_name"], r["user_id"]) for r in current] == [("Audience 77", p) for p in "abceg"]
+
+
+class ReadBackConformance(ConformanceBase):
+    """`read_rows` brings a sync back into Spark."""
+
     def test_read_rows_brings_a_sync_back_into_spark(self, target: Target, spark: SparkSession) -> None:
         self.require(target, "hightouch")
         table = table_for(SNAPSHOT, fields=True, splits=True)
@@ -652,7 +683,9 @@ class TargetConformance:
             found = [r.asDict() for r in rows.collect()]
         assert [(r["row_id"], r["status"], r["split_group"]) for r in found] == [("a", "succeeded", None)]
 
-    # -- payload policy ------------------------------------------------------------------------
+
+class PrivacyConformance(ConformanceBase):
+    """The payload policy leaves no raw value anywhere."""
 
     def test_payload_policy_leaves_no_raw_value_anywhere(
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
@@ -679,7 +712,9 @@ class TargetConformance:
         if "hightouch" in target.capabilities.layouts:
             assert "quota exhausted for [redacted]" in logged
 
-    # -- Sync Tracking -------------------------------------------------------------------------
+
+class TrackingConformance(ConformanceBase):
+    """Sync Tracking reads every layout."""
 
     def test_sync_tracking_reads_every_layout(self, target: Target, spark: SparkSession) -> None:
         """Records by tracking status, search and pages, and runs, from each layout the target holds."""
@@ -740,6 +775,20 @@ class TargetConformance:
             listed = [(r["sync_id"], r["runs"], r["records"]) for r in syncs.to_pylist()]
             assert listed == [(1234, 2, 50)], name
             assert syncs.column("last_started_at").to_pylist() == [second.started_at], name
+
+
+class TargetConformance(
+    NamingAndDdlConformance,
+    WritesConformance,
+    OutagesConformance,
+    RetentionConformance,
+    HightouchConformance,
+    QualifyConformance,
+    ReadBackConformance,
+    PrivacyConformance,
+    TrackingConformance,
+):
+    """Every class of the suite: what a target holding the census and hightouch layouts passes."""
 
 
 def values(table: pa.Table) -> list[tuple[Any, ...]]:

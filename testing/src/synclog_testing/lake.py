@@ -16,9 +16,9 @@ import pytest
 from synclog.storage.location import Location
 from synclog.targets.base import Target
 from synclog.targets.lake import LakeTarget
-from synclog.testing.conformance import TargetConformance
-from synclog.testing.outage import Outage
-from synclog.testing.privacy import files_text
+from synclog_testing.conformance import TargetConformance
+from synclog_testing.outage import Outage
+from synclog_testing.privacy import files_text
 
 RECORDS_GLOB = "sync_tracking_datasets/*/*/*/*.parquet"
 CENSUS_VIEW = r"""
