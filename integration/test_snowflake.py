@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, suppress
@@ -31,7 +33,7 @@ from harness.s3_server import S3Server
 from harness.spark_settings import several_tasks
 from pyspark.sql import SparkSession
 from snowflake.connector.errors import ProgrammingError
-from snowflake_suite import SnowflakeSuite, record_statements
+from snowflake_suite import SnowflakeSuite, database, record_statements
 
 from synclog.config import Config, SyncSettings
 from synclog.demo import report
@@ -41,6 +43,7 @@ from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
 from synclog.targets.base import TargetSettings
+from synclog.targets.sql import STAGE_PREFIX, SqlTarget
 from synclog.targets.tables import TableSpec
 from synclog.testing.conformance import SEED_000_BY_SYNC
 from synclog.testing.factories import make_records, make_run, record_rows
@@ -310,3 +313,26 @@ class TestExternalStage:
             monkeypatch.delenv(name, raising=False)
         with pytest.raises(ConfigError, match=r"needs a storage integration .* or keys"):
             StageAccess.resolve({}, Location.parse("s3://bucket/logs"))
+
+
+def test_the_next_ensure_drops_the_stage_of_a_killed_writer(fakesnow: FakesnowServer) -> None:
+    """A stage named for a writer process that is gone is dropped by the next `ensure`; the stage
+    of a live writer (this process) stays."""
+    code = "from synclog.storage.owners import compact_owner; print(compact_owner())"
+    dead = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    with registry().open(TargetURL.parse(server_url(fakesnow))) as target:
+        assert isinstance(target, SqlTarget)
+        target.ensure([SYNC_LOG])
+        relation = target.relation(SYNC_LOG)
+        killed, live = (
+            relation.with_name(f"_SYNCLOG_STAGE_0123ABCD_{dead.strip()}"),
+            target.stage_relation(relation),
+        )
+        for stage in (killed, live):
+            target.create_stage(stage, target.table_spec(SYNC_LOG))
+        target.ensure([SYNC_LOG])
+        stages = target.fetch(
+            f"SELECT table_name FROM {database(target)}.INFORMATION_SCHEMA.TABLES WHERE table_name LIKE ?",
+            [f"{STAGE_PREFIX.upper()}%"],
+        )
+    assert [name.lower() for (name,) in stages] == [live.name.lower()]
