@@ -1,9 +1,10 @@
 """Fault injection into synclog writers: the driver shared by `integration/test_faults.py` and
 `bench/faults.py`.
 
-A trial gives a fresh target (a DuckDB file, a PostgreSQL database, an S3 prefix) and a fresh
-storage folder, has a writer process (`fault_worker.py`, a Spark session of its own) log one
-run, and injects one fault into it:
+A trial gives a fresh target (a DuckDB file, a PostgreSQL database, an S3 prefix; the cloud
+warehouses' in `harness.cloud_faults`) and a fresh storage folder (or object-store prefix),
+has a writer process (`fault_worker.py`, a Spark session of its own) log one run, and injects
+one fault into it:
 
     kill@POINT  SIGKILL of the writer's whole process group (its Python driver, JVM and Python
                 workers) when the write reaches a named point of the write path (see
@@ -147,7 +148,8 @@ class Workers:
     """The writer processes of a series of trials: one that recovers and checks (it stays up), and
     the next writers to fault, started ahead and warmed up (a Spark session takes a while to
     start, and its first write far longer than the next ones): `spares` of them, so that the
-    next victim is ready while a killed one's replacement is still starting."""
+    next victim is ready while a killed one's replacement is still starting. `env`: variables
+    every writer gets besides (moto's AWS_* keys, for storage on S3)."""
 
     def __init__(self, logs: Path, spares: int = 2, env: Mapping[str, str] | None = None) -> None:
         self.logs = logs
