@@ -49,25 +49,30 @@ def sweep(storage: Location) -> list[str]:
                     fs.delete_dir(storage.path(f"{area}/{tag}"))
                 removed.append(f"{area}/{tag}")
     store = RunStore(storage)
-    for sync in _listing(fs, store.location.root):
-        if sync.type != pafs.FileType.Directory:
-            continue
-        for run in _listing(fs, sync.path):
-            if run.type == pafs.FileType.Directory:
-                removed.extend(_sweep_run(fs, storage, store, run.path, now))
+    runs: dict[str, list[pafs.FileInfo]] = {}  # the files of each <sync>/<run> folder
+    for info in _listing(fs, store.location.root, recursive=True):
+        inside = posixpath.relpath(info.path, store.location.root).split("/")
+        if len(inside) > 2 and info.type == pafs.FileType.File:
+            runs.setdefault(posixpath.join(store.location.root, *inside[:2]), []).append(info)
+    for folder, found in runs.items():
+        removed.extend(_sweep_run(fs, storage, store, folder, found, now))
     return removed
 
 
 def _sweep_run(
-    fs: pafs.FileSystem, storage: Location, store: RunStore, folder: str, now: datetime
+    fs: pafs.FileSystem,
+    storage: Location,
+    store: RunStore,
+    folder: str,
+    found: list[pafs.FileInfo],
+    now: datetime,
 ) -> list[str]:
     state = store._load(posixpath.join(folder, STATE))
     named = (
         {store.location.path(f.path) for files in state.batches.values() for f in files} if state else set()
     )
-    files = [i for i in _listing(fs, folder, recursive=True) if i.type == pafs.FileType.File]
     removed = []
-    for info in files:
+    for info in found:
         if info.path in named or posixpath.basename(info.path) == STATE:
             continue
         inside = posixpath.relpath(info.path, folder).split("/")
