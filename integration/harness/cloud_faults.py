@@ -245,6 +245,7 @@ class DatabricksWarehouseScenario(ObjectStorage):
         return (
             f"databricks://token:{self.server.token}@127.0.0.1:{self.switch.port}"
             f"?http_path={self.server.http_path}&scheme=http&use_sea=true&catalog={catalog}"
+            "&retry_seconds=15"  # the connector's retries: an outage is told after 15 s, not 120
         )
 
     def _catalog(self, target: TrialTarget) -> str:
