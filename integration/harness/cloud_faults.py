@@ -12,7 +12,7 @@
 Every one has a loopback `Switch` in front of the warehouse's endpoint, so a `cut` and an
 `outage` apply to all: the switch carries the writer's connection to the warehouse; storage
 (S3, GCS) is reached directly. Each trial gets a warehouse namespace of its own (a database,
-project or catalog) and a storage prefix of its own; the checks read the warehouse through
+project or schema) and a storage prefix of its own; the checks read the warehouse through
 its own client, never through synclog.
 """
 
@@ -228,9 +228,12 @@ class BigQueryScenario(ObjectStorage):
 
 
 class DatabricksWarehouseScenario(ObjectStorage):
+    """A schema of the stand-in's catalog per trial (the census layout's, renamed)."""
+
     name = "databricks"
     layouts = ("census",)
     faults = ("kill@point", "kill@random", "cut", "outage")
+    catalog = "census"
 
     def __init__(self, root: Path, server: Any, s3_env: Mapping[str, str], bucket: str) -> None:
         super().__init__(root)
@@ -240,19 +243,19 @@ class DatabricksWarehouseScenario(ObjectStorage):
         self.bucket = bucket
         self.storage_options = _s3_options(s3_env)
 
+    def schemas_of(self, trial: str) -> dict[str, str]:
+        return {"census": f"f_{trial}".replace("-", "_").lower()}
+
     def make_target(self, trial: str, folder: Path) -> str:
-        catalog = f"f_{trial}".replace("-", "_").lower()
-        with self._cursor() as cursor:
-            cursor.execute(f"CREATE CATALOG IF NOT EXISTS `{catalog}`")
         assert self.switch is not None
         return (
             f"databricks://token:{self.server.token}@127.0.0.1:{self.switch.port}"
-            f"?http_path={self.server.http_path}&scheme=http&use_sea=true&catalog={catalog}"
+            f"?http_path={self.server.http_path}&scheme=http&use_sea=true&catalog={self.catalog}"
             "&retry_seconds=15"  # the connector's retries: an outage is told after 15 s, not 120
         )
 
-    def _catalog(self, target: TrialTarget) -> str:
-        return target.url.rsplit("catalog=", 1)[1]
+    def _schema(self, target: TrialTarget) -> str:
+        return self.schemas_of(target.name)["census"]
 
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:
@@ -261,29 +264,35 @@ class DatabricksWarehouseScenario(ObjectStorage):
         with databricks.sql.connect(**self.server.connect_kwargs()) as conn, conn.cursor() as cursor:
             yield cursor
 
-    def _tables(self, cursor: Any, catalog: str) -> list[tuple[str, str]]:
-        cursor.execute(f"SHOW SCHEMAS IN `{catalog}`")
-        found = []
-        for (schema,) in cursor.fetchall():
-            cursor.execute(f"SHOW TABLES IN `{catalog}`.`{schema}`")
-            found += [(str(schema), str(row[1])) for row in cursor.fetchall() if not row[2]]
-        return found
+    def _tables(self, cursor: Any, schema: str) -> list[str]:
+        cursor.execute(f"SHOW SCHEMAS IN `{self.catalog}`")
+        if schema not in {str(row[0]) for row in cursor.fetchall()}:
+            return []
+        cursor.execute(f"SHOW TABLES IN `{self.catalog}`.`{schema}`")
+        return [str(row[1]) for row in cursor.fetchall() if not row[2]]
 
     def contents(self, target: TrialTarget) -> Contents:
-        catalog = self._catalog(target)
+        schema = self._schema(target)
         found: Contents = {}
         with self._cursor() as cursor:
-            for schema, table in self._tables(cursor, catalog):
+            for table in self._tables(cursor, schema):
                 if table == "synclog_versions" or table.startswith("_synclog_stage_"):
                     continue
-                cursor.execute(f"SELECT * FROM `{catalog}`.`{schema}`.`{table}`")
+                cursor.execute(f"SELECT * FROM `{self.catalog}`.`{schema}`.`{table}`")
                 names = [d[0] for d in cursor.description]
                 found[f"{schema}.{table}"] = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
         return found
 
     def leftovers(self, target: TrialTarget) -> list[str]:
-        catalog = self._catalog(target)
+        schema = self._schema(target)
         with self._cursor() as cursor:
-            tables = [f"{s}.{t}" for s, t in self._tables(cursor, catalog) if t.startswith("_synclog_stage_")]
-        volume = self.server.volume_root / catalog
+            tables = [
+                f"{schema}.{t}" for t in self._tables(cursor, schema) if t.startswith("_synclog_stage_")
+            ]
+        volume = self.server.volume_root / self.catalog / schema
         return tables + sorted(str(p) for p in volume.rglob("*") if p.is_file())
+
+    def discard(self, target: TrialTarget) -> None:
+        with self._cursor() as cursor:
+            cursor.execute(f"DROP SCHEMA IF EXISTS `{self.catalog}`.`{self._schema(target)}` CASCADE")
+        super().discard(target)

@@ -267,13 +267,18 @@ class Scenario(ABC):
         config = folder / "synclog.toml"
         layouts = ", ".join(f'"{name}"' for name in self.layouts)
         options = ", ".join(f'{key} = "{value}"' for key, value in self.options.items())
+        schemas = ", ".join(f'{key} = "{value}"' for key, value in self.schemas_of(trial).items())
         stored = ", ".join(f'{key} = "{value}"' for key, value in self.storage_options.items())
         config.write_text(
             (f'storage = {{ url = "{storage}", {stored} }}' if stored else f'storage = "{storage}"')
             + f"\n\n[defaults]\nlayouts = [{layouts}]\n\n"
-            f'[targets.default]\nurl = "{url}"\noptions = {{ {options} }}\n'
+            f'[targets.default]\nurl = "{url}"\noptions = {{ {options} }}\nschemas = {{ {schemas} }}\n'
         )
         return TrialTarget(trial, url, folder, config, storage)
+
+    def schemas_of(self, trial: str) -> dict[str, str]:
+        """The target's `schemas` (layout = schema): none, each layout's own by default."""
+        return {}
 
     def storage_of(self, trial: str, folder: Path) -> str:
         """The trial's `storage`: a folder beside its target (object-store scenarios override)."""
