@@ -18,9 +18,9 @@ from synclog.targets.stage_names import new_stage_name, orphaned, stage_owner
 from synclog.testing.factories import make_run
 
 
-def dead_owner(tag: str = "owner") -> str:
-    """The tag (`owner`, or `compact_owner`) of a process that has ended."""
-    code = f"from synclog.storage.owners import {tag}; print({tag}())"
+def dead_owner() -> str:
+    """The tag of a process that has ended."""
+    code = "from synclog.storage.owners import owner; print(owner())"
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -52,7 +52,9 @@ def test_owner_tags_name_this_process_and_tell_the_dead() -> None:
 
 
 def test_stage_names_tell_a_dead_writers_stage() -> None:
-    mine, dead = new_stage_name(), f"_synclog_stage_0123abcd_{dead_owner('compact_owner')}"
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    mine, dead = new_stage_name(), f"_synclog_stage_0123abcd_{owners.host_digest()}_{ended.pid}_1"
     assert stage_owner(mine) == owners.compact_owner() and len(mine + "_parts") <= 63
     assert stage_owner(dead.upper()) == stage_owner(dead), "Snowflake folds names to upper case"
     assert not orphaned(mine) and orphaned(dead) and orphaned(dead.upper())
