@@ -280,7 +280,9 @@ class DatabricksWarehouseScenario(ObjectStorage):
                     continue
                 cursor.execute(f"SELECT * FROM `{self.catalog}`.`{schema}`.`{table}`")
                 names = [d[0] for d in cursor.description]
-                found[f"{schema}.{table}"] = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+                found[table] = [
+                    dict(zip(names, r, strict=True)) for r in cursor.fetchall()
+                ]  # schemas differ per trial
         return found
 
     def leftovers(self, target: TrialTarget) -> list[str]:
