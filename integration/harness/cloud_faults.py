@@ -81,7 +81,7 @@ class SnowflakeScenario(ObjectStorage):
         import snowflake.connector
 
         host, port = self.server
-        database = target.url.split("?")[0].rsplit("/", 1)[1]
+        database = self._database(target)
         with (
             snowflake.connector.connect(
                 user="fake", password="snow", account="fakesnow", host=host, port=port,
@@ -112,12 +112,25 @@ class SnowflakeScenario(ObjectStorage):
         return found
 
     def leftovers(self, target: TrialTarget) -> list[str]:
+        """Staging tables, and stages other than temporary ones (synclog makes only those, which
+        end with their session on Snowflake; fakesnow keeps them, so they cannot be told here)."""
         with self._cursor(target) as cursor:
-            return [
+            tables = [
                 f"{schema}.{table}"
                 for schema, table in self._tables(cursor)
                 if table.lower().startswith("_synclog_stage_")
             ]
+            cursor.execute(f"SHOW STAGES IN DATABASE {self._database(target)}")
+            names = [d[0].lower() for d in cursor.description]
+            stages = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return tables + [
+            f"stage {s['schema_name']}.{s['name']}"
+            for s in stages
+            if "TEMPORARY" not in str(s["type"]).upper()
+        ]
+
+    def _database(self, target: TrialTarget) -> str:
+        return target.url.split("?")[0].rsplit("/", 1)[1]
 
 
 # -- Redshift ------------------------------------------------------------------------------------
