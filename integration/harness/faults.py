@@ -126,6 +126,7 @@ class Worker:
         self.send(request)
         event = self.next(OP_TIMEOUT_S)
         if event is None:
+            self.kill()  # a hung worker is no one's to close later
             raise RuntimeError(f"the fault worker died or hung; see {self.log}")
         return event
 
