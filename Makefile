@@ -53,7 +53,7 @@ bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt, small 
 	$(BIN)/python bench/small_runs.py
 	$(BIN)/python bench/diff_bench.py
 
-faults: $(STAMP)  ## injected faults and eight concurrent writers on DuckDB, PostgreSQL and the lake on moto S3 (bench/FAULTS.md)
+faults: $(STAMP)  ## injected faults on every target (the clouds on their stand-ins) and eight concurrent writers (bench/FAULTS.md)
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 

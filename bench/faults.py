@@ -1,22 +1,26 @@
 """Injected faults, counted: `python bench/faults.py` rewrites bench/FAULTS.md.
 
-For each target (DuckDB, PostgreSQL, the lake on moto S3) it runs N trials of
+For each target (DuckDB, PostgreSQL, the lake on moto S3, and the cloud warehouses on their
+stand-ins: Snowflake, Redshift, BigQuery, the Databricks SQL warehouse) it runs N trials of
 `integration/harness/faults.py`: a writer process (Spark and all) is killed with SIGKILL at a
 named point of the write path or at a random time, or its connection to the target is cut
 mid-write, or the target is unreachable for the whole write; then another writer flushes and,
 after a kill, writes the run again, and the target, its staging and the storage folder are
 checked against a write without a fault.
 
-    python bench/faults.py                          # N = 100 per target (30 on the lake)
+    python bench/faults.py                          # N = 100 per target (30 on the lake and clouds)
     python bench/faults.py --trials 10 --lake-trials 5 --until 18:05
+    python bench/faults.py --targets snowflake,bigquery --cloud-trials 4 --concurrent ''
 
 `--until HH:MM` (UTC) stops starting trials at that time and reports the N actually run.
-Every trial is written to bench/faults.jsonl as it ends; FAULTS.md is rewritten after each target.
+Every trial is written to bench/faults.jsonl as it ends; FAULTS.md is rewritten after each target
+(`--report PATH`: that file instead, its trials in PATH with the suffix .jsonl).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import signal
@@ -29,10 +33,17 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
+from harness.cloud_faults import (  # noqa: E402
+    BigQueryScenario,
+    DatabricksWarehouseScenario,
+    RedshiftScenario,
+    SnowflakeScenario,
+)
 from harness.concurrency import SYNCS, ConcurrencyResult, run_concurrently  # noqa: E402
 from harness.faults import (  # noqa: E402
     Driver,
@@ -48,7 +59,9 @@ from harness.postgres_server import postgres_server  # noqa: E402
 from harness.s3_server import s3_server  # noqa: E402
 
 REPORT = HERE / "FAULTS.md"
-LOG = HERE / "faults.jsonl"
+CLOUDS = ("snowflake", "redshift", "bigquery", "databricks")
+"""Targets on the stand-ins of cloud warehouses (`harness.cloud_faults`)."""
+TARGETS = ("duckdb", "postgres", "lake", *CLOUDS)
 
 
 def deadline(text: str | None) -> float | None:
@@ -60,15 +73,23 @@ def deadline(text: str | None) -> float | None:
 
 
 def run_target(
-    scenario: Scenario, workers: Workers, trials: int, until: float | None, seed: int, log: Callable
+    scenario: Scenario,
+    workers: Workers,
+    trials: int,
+    until: float | None,
+    seed: int,
+    log: Callable,
+    only: tuple[str, ...] = (),
 ) -> list[Outcome]:
+    """`trials` trials, each of the scenario's faults in turn (of those in `only`, if given)."""
+    faults = [f for f in scenario.faults if not only or f in only]
     driver = Driver(scenario, workers, seed=seed)
     driver.prepare()
     outcomes: list[Outcome] = []
     for number in range(trials):
-        if until is not None and time.time() > until:
+        if (until is not None and time.time() > until) or not faults:
             break
-        fault = scenario.faults[number % len(scenario.faults)]
+        fault = faults[number % len(faults)]
         outcome = driver.trial(fault)
         outcomes.append(outcome)
         log(outcome)
@@ -161,6 +182,7 @@ def concurrency(results: list[ConcurrencyResult]) -> str:
 
 
 def write_report(
+    report: Path,
     results: dict[str, list[Outcome]],
     args: argparse.Namespace,
     started: datetime,
@@ -172,7 +194,8 @@ def write_report(
 
 Run {started:%Y-%m-%d %H:%M} UTC on {platform.node()} ({platform.machine()}, Python
 {platform.python_version()}), with `{command.strip()}`; {args.count} records in {args.batches}
-batches per run; trials asked per target: {args.trials} (lake: {args.lake_trials}). Every trial
+batches per run; trials asked per target: {args.trials} (lake: {args.lake_trials}; {", ".join(CLOUDS)}:
+{args.cloud_trials}). Every trial
 is a fresh target and storage folder; see bench/README.md for what a trial does and checks.
 
 {table(results)}
@@ -188,7 +211,7 @@ Trials failing a check: {len(failing)}.
 """
     for outcome in failing[:20]:
         text += f"\n- {json.dumps(outcome_row(outcome), default=str)[:600]}"
-    REPORT.write_text(text + "\n\n" + concurrency(concurrent) + "\n")
+    report.write_text(text + "\n\n" + concurrency(concurrent) + "\n")
 
 
 def main() -> None:
@@ -199,7 +222,12 @@ def main() -> None:
     parser.add_argument("--lake-trials", type=int, default=30, help="trials on the lake (default 30)")
     parser.add_argument("--count", type=int, default=40, help="records per run (default 40)")
     parser.add_argument("--batches", type=int, default=2, help="batches per run (default 2)")
-    parser.add_argument("--targets", default="duckdb,postgres,lake", help="comma-separated")
+    parser.add_argument(
+        "--cloud-trials", type=int, default=30, help=f"trials on {', '.join(CLOUDS)} (default 30)"
+    )
+    parser.add_argument(
+        "--targets", default=",".join(TARGETS), help="comma-separated, of: " + ", ".join(TARGETS)
+    )
     parser.add_argument(
         "--until", help="HH:MM UTC: start no trial after it (each target gets an equal share of the time)"
     )
@@ -210,7 +238,17 @@ def main() -> None:
     parser.add_argument(
         "--concurrent", default="postgres,lake", help="targets of the 8-writer run (empty: none)"
     )
+    parser.add_argument(
+        "--faults", default="", help="comma-separated: only these faults (default: every fault a target has)"
+    )
+    parser.add_argument(
+        "--report", type=Path, default=REPORT, help="the report to write (default: FAULTS.md)"
+    )
     args = parser.parse_args()
+    names = [n for n in args.targets.split(",") if n]
+    unknown = sorted(set(names) - set(TARGETS))
+    if unknown:
+        parser.error(f"unknown target {unknown[0]!r} (known: {', '.join(TARGETS)})")
     # Stopped with SIGTERM, stop the servers and writer processes it started too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     until = deadline(args.until)
@@ -220,45 +258,87 @@ def main() -> None:
     concurrent: list[ConcurrencyResult] = []
     with (
         tempfile.TemporaryDirectory(prefix="synclog-faults-") as folder,
-        LOG.open("a") as log_file,
+        args.report.with_suffix(".jsonl").open("a") as log_file,
         postgres_server() as pg,
         s3_server() as s3,
     ):
         root = Path(folder)
-        workers = Workers(root / "logs")
+        # Writers reach storage on moto S3 with its keys (the clouds' storage is there).
+        workers = Workers(root / "logs", env=s3.environment)
 
         def log(outcome: Outcome) -> None:
             log_file.write(json.dumps({"at": datetime.now(UTC).isoformat(), **outcome_row(outcome)}) + "\n")
             log_file.flush()
 
-        def scenario_of(name: str, layouts: tuple[str, ...] | None = None) -> Scenario:
+        def bucket() -> str:
+            name = f"faults-{uuid.uuid4().hex[:8]}"
+            s3.create_bucket(name)
+            return name
+
+        def scenario_of(
+            name: str, stack: contextlib.ExitStack, layouts: tuple[str, ...] | None = None
+        ) -> Scenario:
             if name == "duckdb":
                 return DuckDBScenario(root, layouts)
             if name == "postgres":
                 return PostgresScenario(root, pg.host, pg.port, pg.user, pg.database, layouts)
-            bucket = f"faults-{uuid.uuid4().hex[:8]}"
-            s3.create_bucket(bucket)
-            return LakeScenario(root, s3.endpoint_url, s3.environment, bucket)
+            if name == "lake":
+                return LakeScenario(root, s3.endpoint_url, s3.environment, bucket())
+            return cloud_scenario(name, root, stack, pg, s3, bucket())
 
         try:
             for name in filter(None, args.concurrent.split(",")):
-                scenario = scenario_of(name)
-                outcome = run_concurrently(scenario, workers, count=args.count, batches=args.batches)
-                scenario.close()
+                with contextlib.ExitStack() as stack:
+                    scenario = scenario_of(name, stack)
+                    outcome = run_concurrently(scenario, workers, count=args.count, batches=args.batches)
+                    scenario.close()
                 print(outcome, flush=True)
                 concurrent.append(outcome)
-                write_report(results, args, started, concurrent)
-            names = [n for n in args.targets.split(",") if n]
+                write_report(args.report, results, args, started, concurrent)
             for index, name in enumerate(names):
-                trials = args.lake_trials if name == "lake" else args.trials
+                trials = {"lake": args.lake_trials, **dict.fromkeys(CLOUDS, args.cloud_trials)}.get(
+                    name, args.trials
+                )
                 # An equal share of the time left to each target still to run.
                 share = None if until is None else time.time() + (until - time.time()) / (len(names) - index)
-                scenario = scenario_of(name, layouts)
-                results[name] = run_target(scenario, workers, trials, share, args.seed, log)
-                write_report(results, args, started, concurrent)
+                with contextlib.ExitStack() as stack:  # a cloud's stand-in runs for its trials only
+                    scenario = scenario_of(name, stack, layouts)
+                    only = tuple(filter(None, args.faults.split(",")))
+                    results[name] = run_target(scenario, workers, trials, share, args.seed, log, only)
+                write_report(args.report, results, args, started, concurrent)
         finally:
             workers.close()
-    print(REPORT.read_text())
+    print(args.report.read_text())
+
+
+def cloud_scenario(
+    name: str, root: Path, stack: contextlib.ExitStack, pg: Any, s3: Any, bucket: str
+) -> Scenario:
+    """The scenario of a cloud warehouse, its stand-in started on `stack`."""
+    if name == "snowflake":
+        from harness.fakesnow_server import fakesnow_server
+
+        snow = stack.enter_context(fakesnow_server(s3=s3))
+        return SnowflakeScenario(root, snow.host, snow.port, s3.environment, bucket)
+    if name == "redshift":
+        from harness.redshift_proxy import redshift_stand_in
+
+        proxy = stack.enter_context(redshift_stand_in(pg, s3))
+        return RedshiftScenario(
+            root, (pg.host, pg.port, pg.user, pg.database), (proxy.host, proxy.port), proxy.iam_role,
+            s3.environment, bucket,
+        )  # fmt: skip
+    if name == "bigquery":
+        from harness.bigquery_server import local_bigquery_server
+        from harness.gcs_server import gcs_server
+
+        bq = stack.enter_context(local_bigquery_server())
+        gcs = stack.enter_context(gcs_server(bq.gcs_root, bucket=bucket))
+        return BigQueryScenario(root, bq.endpoint, gcs.endpoint_url, bucket)
+    from harness.databricks_sql_server import databricks_sql_server
+
+    dbx = stack.enter_context(databricks_sql_server(["census"], parent_dir=root, environment=s3.environment))
+    return DatabricksWarehouseScenario(root, dbx, s3.environment, bucket)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, suppress
@@ -31,7 +32,7 @@ from harness.s3_server import S3Server
 from harness.spark_settings import several_tasks
 from pyspark.sql import SparkSession
 from snowflake.connector.errors import ProgrammingError
-from snowflake_suite import SnowflakeSuite, record_statements
+from snowflake_suite import SnowflakeSuite, database, record_statements
 
 from synclog.config import Config, SyncSettings
 from synclog.demo import report
@@ -40,7 +41,9 @@ from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
+from synclog.storage.owners import host_digest
 from synclog.targets.base import TargetSettings
+from synclog.targets.sql import STAGE_PREFIX, SqlTarget
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
@@ -310,3 +313,27 @@ class TestExternalStage:
             monkeypatch.delenv(name, raising=False)
         with pytest.raises(ConfigError, match=r"needs a storage integration .* or keys"):
             StageAccess.resolve({}, Location.parse("s3://bucket/logs"))
+
+
+def test_the_next_ensure_drops_the_stage_of_a_killed_writer(fakesnow: FakesnowServer) -> None:
+    """A stage named for a writer process that is gone is dropped by the next `ensure`; the stage
+    of a live writer (this process) stays."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    dead = f"{host_digest()}_{ended.pid}_1"  # a compact owner tag of a process that has ended
+    with registry().open(TargetURL.parse(server_url(fakesnow))) as target:
+        assert isinstance(target, SqlTarget)
+        target.ensure([SYNC_LOG])
+        relation = target.relation(SYNC_LOG)
+        killed, live = (
+            relation.with_name(f"_SYNCLOG_STAGE_0123ABCD_{dead}"),
+            target.stage_relation(relation),
+        )
+        for stage in (killed, live):
+            target.create_stage(stage, target.table_spec(SYNC_LOG))
+        target.ensure([SYNC_LOG])
+        stages = target.fetch(
+            f"SELECT table_name FROM {database(target)}.INFORMATION_SCHEMA.TABLES WHERE table_name LIKE ?",
+            [f"{STAGE_PREFIX.upper()}%"],
+        )
+    assert [name.lower() for (name,) in stages] == [live.name.lower()]

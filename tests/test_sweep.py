@@ -14,6 +14,7 @@ import pyarrow.fs as pafs
 from synclog.storage import owners
 from synclog.storage.location import Location
 from synclog.storage.sweep import sweep, sweep_scratch
+from synclog.targets.stage_names import new_stage_name, orphaned, stage_owner
 from synclog_testing.factories import make_run
 
 
@@ -48,6 +49,20 @@ def test_owner_tags_name_this_process_and_tell_the_dead() -> None:
     assert not owners.gone(foreign), "another host's process: no age known, kept"
     assert not owners.gone(foreign, datetime.now(UTC))
     assert owners.gone(foreign, datetime.now(UTC) - timedelta(days=2))
+
+
+def test_stage_names_tell_a_dead_writers_stage() -> None:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    mine, dead = new_stage_name(), f"_synclog_stage_0123abcd_{owners.host_digest()}_{ended.pid}_1"
+    assert stage_owner(mine) == owners.compact_owner() and len(mine + "_parts") <= 63
+    assert stage_owner(dead.upper()) == stage_owner(dead), "Snowflake folds names to upper case"
+    assert not orphaned(mine) and orphaned(dead) and orphaned(dead.upper())
+    for other in ("sync_log", "_synclog_stage_0123456789abcdef", f"{dead}_copy", f"x{dead}"):
+        assert stage_owner(other) is None and not orphaned(other)
+    foreign = "_synclog_stage_0123abcd_00000000_1_1"  # another host's: kept until a day old
+    assert not orphaned(foreign) and not orphaned(foreign, datetime.now(UTC))
+    assert orphaned(foreign, datetime.now(UTC) - timedelta(days=2))
 
 
 def test_sweep_removes_the_leftovers_of_gone_writers_only(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ write path, found by wrapping its methods here (nothing in synclog knows about t
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -35,6 +36,14 @@ from pathlib import Path
 from typing import Any
 
 POINTS = ("validation", "staging", "load", "swap", "finish")
+PLUGIN_TARGETS = (
+    ("synclog_postgres.target", "PostgresTarget"),
+    ("synclog_snowflake.target", "SnowflakeTarget"),
+    ("synclog_redshift.target", "RedshiftTarget"),
+    ("synclog_bigquery.target", "BigQueryTarget"),
+    ("synclog_databricks.warehouse", "WarehouseTarget"),
+)
+"""The plugins' target classes whose stage is created and filled at the `staging` and `load` points."""
 _reached: Counter[str] = Counter()
 _kill_at: tuple[str, int] | None = None
 
@@ -82,11 +91,11 @@ def install_points() -> None:
     _wrap(DuckDBTarget, "load_files", "load", after=True)
     _wrap(LakeTarget, "replace_rows", "staging", after=False)
     _wrap(LakeTarget, "_remove_stale", "load", after=False)
-    with suppress(ImportError):  # a plugin's own load step
-        from synclog_postgres.target import PostgresTarget
-
-        _wrap(PostgresTarget, "create_stage", "staging", after=True)
-        _wrap(PostgresTarget, "load_staged", "load", after=True)
+    for module, name in PLUGIN_TARGETS:
+        with suppress(ImportError):  # a plugin's own load steps
+            target = getattr(importlib.import_module(module), name)
+            _wrap(target, "create_stage", "staging", after=True)
+            _wrap(target, "load_staged", "load", after=True)
 
     def run_swap(self: SqlTarget, statements: Any) -> None:
         with self.transaction():

@@ -1,9 +1,10 @@
 """Fault injection into synclog writers: the driver shared by `integration/test_faults.py` and
 `bench/faults.py`.
 
-A trial gives a fresh target (a DuckDB file, a PostgreSQL database, an S3 prefix) and a fresh
-storage folder, has a writer process (`fault_worker.py`, a Spark session of its own) log one
-run, and injects one fault into it:
+A trial gives a fresh target (a DuckDB file, a PostgreSQL database, an S3 prefix; the cloud
+warehouses' in `harness.cloud_faults`) and a fresh storage folder (or object-store prefix),
+has a writer process (`fault_worker.py`, a Spark session of its own) log one run, and injects
+one fault into it:
 
     kill@POINT  SIGKILL of the writer's whole process group (its Python driver, JVM and Python
                 workers) when the write reaches a named point of the write path (see
@@ -125,6 +126,7 @@ class Worker:
         self.send(request)
         event = self.next(OP_TIMEOUT_S)
         if event is None:
+            self.kill()  # a hung worker is no one's to close later
             raise RuntimeError(f"the fault worker died or hung; see {self.log}")
         return event
 
@@ -147,12 +149,14 @@ class Workers:
     """The writer processes of a series of trials: one that recovers and checks (it stays up), and
     the next writers to fault, started ahead and warmed up (a Spark session takes a while to
     start, and its first write far longer than the next ones): `spares` of them, so that the
-    next victim is ready while a killed one's replacement is still starting."""
+    next victim is ready while a killed one's replacement is still starting. `env`: variables
+    every writer gets besides (moto's AWS_* keys, for storage on S3)."""
 
-    def __init__(self, logs: Path, spares: int = 2) -> None:
+    def __init__(self, logs: Path, spares: int = 2, env: Mapping[str, str] | None = None) -> None:
         self.logs = logs
         logs.mkdir(parents=True, exist_ok=True)
         self.env = {
+            **(env or {}),
             "SYNCLOG_SHUFFLE_PARTITIONS": "2",
             "SYNCLOG_DRIVER_MEMORY": "1g",
             # Short-lived JVMs: the client compiler only, and the serial collector, start a
@@ -234,7 +238,8 @@ class TrialTarget:
     url: str
     folder: Path
     config: Path
-    storage: Path
+    storage: str
+    """A local folder, or an `s3://` or `gs://` URL (`Scenario.storage_options` reach it)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -247,6 +252,8 @@ class Scenario(ABC):
     switch: Switch | None = None
     options: Mapping[str, str] = {}
     """The target's `options` in synclog.toml."""
+    storage_options: Mapping[str, str] = {}
+    """`[storage]` keys beside its url (an endpoint) where storage is an object store."""
 
     def __init__(self, root: Path, layouts: tuple[str, ...] | None = None) -> None:
         self.root = root
@@ -256,16 +263,36 @@ class Scenario(ABC):
     def fresh(self, trial: str) -> TrialTarget:
         folder = self.root / self.name / trial
         folder.mkdir(parents=True)
-        storage = folder / "storage"
+        storage = self.storage_of(trial, folder)
         url = self.make_target(trial, folder)
         config = folder / "synclog.toml"
         layouts = ", ".join(f'"{name}"' for name in self.layouts)
         options = ", ".join(f'{key} = "{value}"' for key, value in self.options.items())
+        schemas = ", ".join(f'{key} = "{value}"' for key, value in self.schemas_of(trial).items())
+        stored = ", ".join(f'{key} = "{value}"' for key, value in self.storage_options.items())
         config.write_text(
-            f'storage = "{storage}"\n\n[defaults]\nlayouts = [{layouts}]\n\n'
-            f'[targets.default]\nurl = "{url}"\noptions = {{ {options} }}\n'
+            (f'storage = {{ url = "{storage}", {stored} }}' if stored else f'storage = "{storage}"')
+            + f"\n\n[defaults]\nlayouts = [{layouts}]\n\n"
+            f'[targets.default]\nurl = "{url}"\noptions = {{ {options} }}\nschemas = {{ {schemas} }}\n'
         )
         return TrialTarget(trial, url, folder, config, storage)
+
+    def schemas_of(self, trial: str) -> dict[str, str]:
+        """The target's `schemas` (layout = schema): none, each layout's own by default."""
+        return {}
+
+    def storage_of(self, trial: str, folder: Path) -> str:
+        """The trial's `storage`: a folder beside its target (object-store scenarios override)."""
+        return str(folder / "storage")
+
+    def storage_files(self, target: TrialTarget) -> list[str]:
+        """Every file under the trial's storage (empty folders do not count)."""
+        from synclog.storage.location import Location
+
+        location = Location.parse(target.storage, dict(self.storage_options))
+        selector = pafs.FileSelector(location.path(""), recursive=True, allow_not_found=True)
+        found = location.filesystem().get_file_info(selector)
+        return sorted(location.relative(i.path) for i in found if i.type == pafs.FileType.File)
 
     @abstractmethod
     def make_target(self, trial: str, folder: Path) -> str:
@@ -396,14 +423,18 @@ class PostgresScenario(Scenario):
         return psycopg.connect(host=host, port=port, user=user, dbname=database or default, autocommit=True)
 
     def make_target(self, trial: str, folder: Path) -> str:
+        _, _, user, _ = self.server
+        return f"postgresql://{user}@127.0.0.1:{self.switch.port}/{self.new_database(trial)}"  # type: ignore[union-attr]
+
+    def new_database(self, trial: str) -> str:
+        """A fresh database of the server for `trial`; its name."""
         name = f"f_{trial}".replace("-", "_")
         with self._admin() as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
-        _, _, user, _ = self.server
-        return f"postgresql://{user}@127.0.0.1:{self.switch.port}/{name}"  # type: ignore[union-attr]
+        return name
 
     def _database(self, target: TrialTarget) -> str:
-        return target.url.rsplit("/", 1)[1]
+        return target.url.rsplit("/", 1)[1].split("?")[0]
 
     def contents(self, target: TrialTarget) -> Contents:
         found: Contents = {}
@@ -530,13 +561,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return not (self.lost or self.duplicated or self.leftovers or self.storage_files)
-
-
-def storage_files(storage: Path) -> list[str]:
-    """Every file under a storage folder (empty folders do not count)."""
-    if not storage.exists():
-        return []
-    return sorted(str(p.relative_to(storage)) for p in storage.rglob("*") if p.is_file())
 
 
 def run_of(sync_id: int, sync_run_id: int, started: datetime | None = None) -> dict[str, Any]:
@@ -734,7 +758,7 @@ class Driver:
             outcome.lost += sum((want - have).values())
             outcome.duplicated += sum((have - want).values())
         outcome.leftovers = self.scenario.leftovers(target)
-        outcome.storage_files = storage_files(target.storage)
+        outcome.storage_files = self.scenario.storage_files(target)
 
 
 class _Clock:

@@ -1,10 +1,10 @@
 """Which process wrote a scratch file or folder, and whether that process is gone.
 
 Writers name what they leave behind only while they run (load staging, read-back exports, the
-run store's write folders, files being published) with an owner tag: the host, the process id
-and, on Linux, the process's start time (so a recycled pid is not taken for the writer). A
-writer killed with SIGKILL cleans nothing up; the next writer finds its leftovers by their tag
-and removes those whose owner is gone:
+run store's write folders, files being published; staging tables with `compact_owner`) with an
+owner tag: the host, the process id and, on Linux, the process's start time (so a recycled pid
+is not taken for the writer). A writer killed with SIGKILL cleans nothing up; the next writer
+finds its leftovers by their tag and removes those whose owner is gone:
 
 - on this host, the owner is gone when no process with that pid and start time runs;
 - from another host, liveness cannot be asked: a tag is taken as gone once the file or folder
@@ -13,6 +13,7 @@ and removes those whose owner is gone:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import socket
@@ -33,6 +34,12 @@ def host() -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
 
 
+@cache
+def host_digest() -> str:
+    """This machine's name in 8 hex digits: the host of a compact tag (short enough for identifiers)."""
+    return hashlib.sha256(host().encode()).hexdigest()[:8]
+
+
 def _start_time(pid: int) -> int:
     """The process's start time in clock ticks since boot (Linux), 0 where it cannot be read."""
     try:
@@ -49,6 +56,12 @@ def owner() -> str:
     return f"{host()}{SEPARATOR}{pid}{SEPARATOR}{_start_time(pid)}"
 
 
+def compact_owner() -> str:
+    """The tag of this process with the host as its digest: `digest_pid_start` (for identifiers)."""
+    pid = os.getpid()
+    return f"{host_digest()}{SEPARATOR}{pid}{SEPARATOR}{_start_time(pid)}"
+
+
 def tagged(name: str) -> str:
     """`name` with this process's tag: `name@host_pid_start`."""
     return f"{name}{MARK}{owner()}"
@@ -61,11 +74,12 @@ def tag_of(name: str) -> str | None:
 
 
 def gone(tag: str, modified: datetime | None = None, now: datetime | None = None) -> bool:
-    """Whether the process `tag` names has ended (see the module's doc for another host's tags)."""
+    """Whether the process `tag` (or a compact tag) names has ended (see the module's doc for
+    another host's tags)."""
     found = _TAG.fullmatch(tag)
     if found is None:
         return False
-    if found["host"] != host():
+    if found["host"] not in (host(), host_digest()):
         if modified is None:
             return False
         return (now or datetime.now(UTC)) - modified > FOREIGN_AFTER

@@ -267,14 +267,14 @@ class RunStore:
             return None
 
     def _state_files(self) -> Iterator[str]:
+        """Every `<sync>/<run>/run.json`, from one listing of the whole store (some object stores,
+        the GCS emulator, list no folders one level down)."""
         fs = self.location.filesystem()
-        syncs = pafs.FileSelector(self.location.root, allow_not_found=True)
-        for sync in fs.get_file_info(syncs):
-            if sync.type != pafs.FileType.Directory:
-                continue
-            for run in fs.get_file_info(pafs.FileSelector(sync.path)):
-                if run.type == pafs.FileType.Directory:
-                    yield posixpath.join(run.path, STATE)
+        found = fs.get_file_info(pafs.FileSelector(self.location.root, allow_not_found=True, recursive=True))
+        for info in found:
+            inside = posixpath.relpath(info.path, self.location.root).split("/")
+            if info.type == pafs.FileType.File and len(inside) == 3 and inside[2] == STATE:
+                yield info.path
 
 
 def _pending(state: RunState | None) -> Pending | None:

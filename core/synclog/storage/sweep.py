@@ -36,33 +36,43 @@ def sweep(storage: Location) -> list[str]:
     now = datetime.now(UTC)
     removed: list[str] = []
     for area in AREAS:
-        for info in _listing(fs, storage.path(area)):
-            name = posixpath.basename(info.path)
-            tag = name if info.type == pafs.FileType.Directory else None
-            if tag and gone(tag, _newest(fs, info), now):
+        # Listed whole and grouped by owner folder: some object stores (the GCS emulator) list
+        # no folders one level down.
+        owners: dict[str, list[pafs.FileInfo]] = {}
+        for info in _listing(fs, storage.path(area), recursive=True):
+            inside = posixpath.relpath(info.path, storage.path(area)).split("/")
+            if len(inside) > 1 or info.type == pafs.FileType.Directory:
+                owners.setdefault(inside[0], []).append(info)
+        for tag, inside_it in owners.items():
+            if gone(tag, _newest(inside_it), now):
                 with contextlib.suppress(FileNotFoundError):
-                    fs.delete_dir(info.path)
-                removed.append(storage.relative(info.path))
+                    fs.delete_dir(storage.path(f"{area}/{tag}"))
+                removed.append(f"{area}/{tag}")
     store = RunStore(storage)
-    for sync in _listing(fs, store.location.root):
-        if sync.type != pafs.FileType.Directory:
-            continue
-        for run in _listing(fs, sync.path):
-            if run.type == pafs.FileType.Directory:
-                removed.extend(_sweep_run(fs, storage, store, run.path, now))
+    runs: dict[str, list[pafs.FileInfo]] = {}  # the files of each <sync>/<run> folder
+    for info in _listing(fs, store.location.root, recursive=True):
+        inside = posixpath.relpath(info.path, store.location.root).split("/")
+        if len(inside) > 2 and info.type == pafs.FileType.File:
+            runs.setdefault(posixpath.join(store.location.root, *inside[:2]), []).append(info)
+    for folder, found in runs.items():
+        removed.extend(_sweep_run(fs, storage, store, folder, found, now))
     return removed
 
 
 def _sweep_run(
-    fs: pafs.FileSystem, storage: Location, store: RunStore, folder: str, now: datetime
+    fs: pafs.FileSystem,
+    storage: Location,
+    store: RunStore,
+    folder: str,
+    found: list[pafs.FileInfo],
+    now: datetime,
 ) -> list[str]:
     state = store._load(posixpath.join(folder, STATE))
     named = (
         {store.location.path(f.path) for files in state.batches.values() for f in files} if state else set()
     )
-    files = [i for i in _listing(fs, folder, recursive=True) if i.type == pafs.FileType.File]
     removed = []
-    for info in files:
+    for info in found:
         if info.path in named or posixpath.basename(info.path) == STATE:
             continue
         inside = posixpath.relpath(info.path, folder).split("/")
@@ -104,8 +114,8 @@ def _listing(fs: pafs.FileSystem, path: str, *, recursive: bool = False) -> list
     return fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=recursive))
 
 
-def _newest(fs: pafs.FileSystem, folder: pafs.FileInfo) -> datetime | None:
-    """When anything inside `folder` last changed (for another host's leftovers)."""
-    inside = _listing(fs, folder.path, recursive=True)
-    times = [i.mtime for i in inside if i.type == pafs.FileType.File and isinstance(i.mtime, datetime)]
-    return max(times, default=folder.mtime if isinstance(folder.mtime, datetime) else None)
+def _newest(found: list[pafs.FileInfo]) -> datetime | None:
+    """When anything of an owner's folder last changed (for another host's leftovers)."""
+    files = [i.mtime for i in found if i.type == pafs.FileType.File and isinstance(i.mtime, datetime)]
+    folders = [i.mtime for i in found if isinstance(i.mtime, datetime)]
+    return max(files, default=max(folders, default=None))

@@ -13,7 +13,8 @@ Every load is the same protocol, written once here:
    the whole scope) and an INSERT from the stage in one transaction, or one MERGE where the
    warehouse has no transactions (`capabilities.transactions`, `capabilities.merge`);
 4. the stage and its files are dropped (`release_stage`, calling `drop_stage`), also when a
-   step failed.
+   step failed; a stage whose writer was killed is dropped by a later writer's `ensure`
+   (`sweep_stages`: stage names say whose they are, `synclog.targets.stage_names`).
 
 A plugin gives its connection (`execute`, `fetch`, `transaction`, `result_batches`), its type
 names, and the steps where its warehouse differs: how staged files or a frame become the stage,
@@ -44,13 +45,12 @@ from synclog.targets import export
 from synclog.targets.base import Cutoffs, Target
 from synclog.targets.contract import RETENTION_HOOKS, required_methods, unimplemented
 from synclog.targets.rows import Rows
+from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
 from synclog.targets.staging import FileStageWriter, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.tables import Column, ColumnType, TableSpec
 
 VERSIONS_TABLE = "synclog_versions"
 """Per schema: which columns each framework table gained, and when (additive migrations)."""
-STAGE_PREFIX = "_synclog_stage_"
-"""Staging relations are named so; nothing else of the warehouse is."""
 _DELETE_MARK = "_synclog_delete"
 _VERSIONS_COLUMNS = (
     Column("table_name", ColumnType.STRING),
@@ -213,6 +213,32 @@ class SqlTarget(Target):
                     self._record_version(versions, table, missing)
             if table.view and self.capabilities.views:
                 self.ensure_view(self.relation(table, table.view), relation, table)
+        self.sweep_stages([self.relation(self.table_spec(t)) for t in tables])
+
+    def sweep_stages(self, relations: Sequence[Relation]) -> list[Relation]:
+        """Drop the stages that writers now gone (killed mid-load) left in the schemas of
+        `relations`; return them. A live writer's stage stays, and so does another host's until
+        it is older than `owners.FOREIGN_AFTER` (where `find_stages` tells its age)."""
+        schemas = {relation.parts[:-1]: relation for relation in relations}
+        dropped = []
+        for schema in schemas.values():
+            for stage, created in self.find_stages(schema):
+                if orphaned(stage.name, created):
+                    self.drop_stage(stage)
+                    dropped.append(stage)
+        return dropped
+
+    def find_stages(self, relation: Relation) -> list[tuple[Relation, datetime | None]]:
+        """The staging tables in the schema of `relation`, each with when it was created (None
+        where the warehouse does not say). This default reads `information_schema.tables`; a
+        target whose stages end with its session may answer none."""
+        catalog = f"{relation.quoted(relation.parts[0])}." if len(relation.parts) == 3 else ""
+        rows = self.fetch(
+            f"SELECT table_name FROM {catalog}information_schema.tables "
+            f"WHERE table_schema = {self.placeholder} AND table_name LIKE {self.placeholder}",
+            [relation.parts[-2], self.capabilities.casefold.apply(STAGE_PREFIX) + "%"],
+        )
+        return [(relation.with_name(name), None) for (name,) in rows]
 
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
@@ -327,7 +353,7 @@ class SqlTarget(Target):
 
     def stage_relation(self, relation: Relation) -> Relation:
         """A fresh name for the staging relation of one load into `relation`."""
-        return relation.with_name(f"{STAGE_PREFIX}{uuid.uuid4().hex[:16]}")
+        return relation.with_name(new_stage_name())
 
     def stage_type(self, column: Column) -> str:
         """The physical type of `column` in the stage (the stored type by default)."""

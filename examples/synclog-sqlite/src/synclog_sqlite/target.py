@@ -157,6 +157,10 @@ class SqliteTarget(api.SqlTarget):
 
     # -- loading: a temporary stage filled from the staged Parquet files -----------------------
 
+    def find_stages(self, relation: api.Relation) -> list[tuple[api.Relation, datetime | None]]:
+        """None to sweep: a stage is a temporary table, which ends with its connection."""
+        return []
+
     def stage_relation(self, relation: api.Relation) -> api.Relation:
         stage = super().stage_relation(relation)
         return api.Relation(schema="temp", name=stage.name, casefold=stage.casefold)

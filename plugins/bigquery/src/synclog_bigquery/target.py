@@ -21,6 +21,7 @@ from google.cloud import bigquery
 
 from synclog.plugin_api import (
     DEFAULT_RETENTION_DAYS,
+    STAGE_PREFIX,
     Capabilities,
     Column,
     ColumnType,
@@ -229,6 +230,18 @@ class BigQueryTarget(SqlTarget):
         staged.expires = datetime.now(UTC) + STAGE_LIFETIME
         with self._errors(f"creating {stage}"):
             self.client.create_table(staged)
+
+    def find_stages(self, relation: Relation) -> list[tuple[Relation, datetime | None]]:
+        """The dataset's staging tables, listed through the API, with their creation times."""
+        dataset = bigquery.DatasetReference(self.project, relation.parts[-2])
+        with self._errors(f"listing {dataset.dataset_id}"):
+            try:
+                tables = list(self.client.list_tables(dataset))
+            except NotFound:
+                return []
+        return [
+            (relation.with_name(t.table_id), t.created) for t in tables if t.table_id.startswith(STAGE_PREFIX)
+        ]
 
     def drop_stage(self, stage: Relation) -> None:
         with self._errors(f"dropping {stage}"):

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import ClassVar
 
 from synclog.plugin_api import (
+    STAGE_PREFIX,
     Capabilities,
     Column,
     ColumnType,
@@ -71,16 +73,8 @@ class DatabricksTarget(SqlTarget):
         super().ensure(tables)
 
     def described(self, relation: Relation) -> list[tuple[str, str]] | None:
-        """(name, type) of each column of `relation` in order, or None when it does not exist.
-
-        Schemas and tables are listed rather than probed, so a missing one is no error to catch.
-        """
-        catalog, schema, name = relation.parts
-        schemas = self.fetch(f"SHOW SCHEMAS IN {relation.quoted(catalog)}")
-        if schema not in {str(row[0]).lower() for row in schemas}:
-            return None
-        tables = self.fetch(f"SHOW TABLES IN {relation.schema_relation()}")
-        if name not in {str(row[1]).lower() for row in tables if not row[2]}:
+        """(name, type) of each column of `relation` in order, or None when it does not exist."""
+        if relation.parts[-1] not in self._tables(relation):
             return None
         columns = []
         for row in self.fetch(f"DESCRIBE TABLE {relation.render()}"):
@@ -88,6 +82,26 @@ class DatabricksTarget(SqlTarget):
                 break  # partition information follows
             columns.append((str(row[0]).lower(), str(row[1]).lower()))
         return columns
+
+    def find_stages(self, relation: Relation) -> list[tuple[Relation, datetime | None]]:
+        """The schema's staging tables, from SHOW TABLES (which tells no creation time)."""
+        return [
+            (relation.with_name(name), None)
+            for name in self._tables(relation)
+            if name.startswith(STAGE_PREFIX)
+        ]
+
+    def _tables(self, relation: Relation) -> list[str]:
+        """The (not temporary) tables of the schema of `relation`, none where it does not exist.
+
+        Schemas and tables are listed rather than probed, so a missing one is no error to catch.
+        """
+        catalog, schema, _ = relation.parts
+        schemas = self.fetch(f"SHOW SCHEMAS IN {relation.quoted(catalog)}")
+        if schema not in {str(row[0]).lower() for row in schemas}:
+            return []
+        tables = self.fetch(f"SHOW TABLES IN {relation.schema_relation()}")
+        return [str(row[1]).lower() for row in tables if not row[2]]
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
         described = self.described(relation)

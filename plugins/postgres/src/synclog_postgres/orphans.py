@@ -3,9 +3,10 @@
 The lock protocol: a load takes a session-level advisory lock keyed on its stage's name
 (`lock_sql`, `stage_key`) before it creates `_synclog_stage_<16 hex>` and its `_parts`
 ledger, and releases it after dropping them. The lock lives exactly as long as the loading
-session, so a stage whose lock can be taken belongs to a session that is gone: `sweep` (run
-by every `ensure()`) takes each such lock with `pg_try_advisory_lock`, drops the stage and
-its ledger, and unlocks. A live load's stage is locked by its session and left alone.
+session, so a stage whose lock can be taken belongs to a session that is gone: `sweep` (the
+target's `sweep_stages`, run by every `ensure()`) takes each such lock with
+`pg_try_advisory_lock`, drops the stage and its ledger, and unlocks. A live load's stage is
+locked by its session and left alone.
 
 The keys use the two-integer form (class `LOCK_CLASS`), a key space apart from the one-bigint
 locks that serialise moves into a table. Session locks are re-entrant, so a sweep must not
@@ -20,11 +21,12 @@ from typing import Any
 
 import psycopg
 
-from synclog.plugin_api import STAGE_PREFIX, Relation
+from synclog.plugin_api import STAGE_NAME, STAGE_PREFIX, Relation
 
 LEDGER = "_parts"
-STAGE_PATTERN = re.compile(rf"^{STAGE_PREFIX}[0-9a-f]{{16}}({LEDGER})?$")
-"""A stage table or its ledger, as the core and `PostgresTarget.create_stage` name them; nothing else."""
+STAGE_PATTERN = re.compile(rf"^({STAGE_NAME}|{STAGE_PREFIX}[0-9a-f]{{16}})({LEDGER})?$")
+"""A stage table or its ledger, as the core and `PostgresTarget.create_stage` name them (or as
+releases before stage names carried their owner did); nothing else."""
 LOCK_CLASS = 0x5359_4E43
 """The first key of every stage lock ("SYNC")."""
 DROP_LOCK_TIMEOUT = "1s"

@@ -102,14 +102,18 @@ class PostgresTarget(SqlTarget):
     def ensure(self, tables: Sequence[TableSpec]) -> None:
         """Create what is missing, plus an index on each table's replace key (replays look it up).
 
-        Then drop the staging tables a killed driver left in these schemas (`orphans.sweep`).
+        Then drop the staging tables a killed driver left in these schemas (`sweep_stages`).
         Writers take turns (`_ddl_turn`): PostgreSQL's IF NOT EXISTS is no guard against a
         concurrent CREATE of the same schema, table or index (a unique violation in its catalog).
         """
         with self._ddl_turn():
             self._ensure(tables)
+
+    def sweep_stages(self, relations: Sequence[Relation]) -> list[Relation]:
+        """The stages whose loading session is gone (`orphans.sweep`: PostgreSQL can tell by the
+        stage's advisory lock, on any host, which the owner in a stage's name cannot)."""
         with self._errors():
-            orphans.sweep(self.connection, {self.relation(self.table_spec(t)).parts[-2] for t in tables})
+            return orphans.sweep(self.connection, {relation.parts[-2] for relation in relations})
 
     @contextmanager
     def _ddl_turn(self) -> Iterator[None]:

@@ -12,9 +12,10 @@ import redshift_connector
 
 from synclog.plugin_api import ConfigError, Location, TargetURL, outages
 
-OUTAGES = (redshift_connector.InterfaceError, redshift_connector.OperationalError)
-"""The driver's connection failures (refused, timed out, closed, failed authentication): the write
-waits for `flush`. Every error the server answers a statement with is a ProgrammingError, which
+OUTAGES = (redshift_connector.InterfaceError, redshift_connector.OperationalError, ConnectionError)
+"""The driver's connection failures (refused, timed out, closed, failed authentication, and a
+socket reset or closed under a statement, which the driver raises as it is): the write waits
+for `flush`. Every error the server answers a statement with is a ProgrammingError, which
 passes through: SQL or data of ours that Redshift refuses is no outage."""
 DEFAULT_PORT = 5439
 CONNECT_TIMEOUT_S = 10
