@@ -26,7 +26,7 @@ from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
-SCALE = 0.1
+SCALE = 0.02
 RETENTION_DAYS = 7
 
 
