@@ -305,12 +305,15 @@ def _same_process(pid: int, cmdline: str) -> bool:
 # --------------------------------------------------------------------------- Spark Connect
 
 
-def test_connect_client_runs_arrow_udfs() -> None:
+def test_connect_client_runs_arrow_udfs_and_the_server_goes_when_the_body_raises() -> None:
+    """One server start for both: a client's Arrow UDFs run, then the body raises and the server
+    is stopped and its folder removed all the same."""
     try:
-        with spark_connect_server() as srv:
+        with pytest.raises(RuntimeError, match="boom"), spark_connect_server() as srv:
             assert srv.remote == f"sc://127.0.0.1:{srv.port}"
             result = _run_python(_CONNECT_CLIENT, srv.remote)
             port, base_dir = srv.port, srv.base_dir
+            raise RuntimeError("boom")
     except ServerUnavailable as exc:
         pytest.skip(exc.reason)
 
@@ -342,17 +345,6 @@ def test_connect_server_in_front_of_the_cluster() -> None:
     assert executor["mount_ns"] != result["client_mount_ns"]
     assert executor["seen_by_client"] is False
     assert seen_here == [False]  # nor by the Connect server (the driver), which shares this /tmp
-
-
-def test_connect_cleanup_when_body_raises() -> None:
-    try:
-        with pytest.raises(RuntimeError, match="boom"), spark_connect_server() as srv:
-            port, base_dir = srv.port, srv.base_dir
-            raise RuntimeError("boom")
-    except ServerUnavailable as exc:
-        pytest.skip(exc.reason)
-    assert not base_dir.exists()
-    assert _refuses(port)
 
 
 def test_connect_is_unavailable_without_a_client_package() -> None:
