@@ -106,12 +106,12 @@ class TestBigQuery(TargetConformance):
         config = Config(targets={"down": TargetConfig(unreachable.url)}, storage=storage)
         with SyncLog.open("down", config, spark) as log:
             started = time.monotonic()
-            result = log.write_run(run, make_records(spark, record_rows(run, count=4, batches=2)))
+            result = log.write(run, make_records(spark, record_rows(run, count=4, batches=1)))
             waited = time.monotonic() - started
             assert result.pending, result
-            assert waited < 60, waited  # the staging by Spark included
+            assert waited < 300, waited  # Spark staging included; one call alone took 600 s before
             (kept,) = log.store.all_pending()
-            assert (kept.run, kept.batches, kept.finished) == (run, (0, 1), True)
+            assert (kept.run, kept.batches, kept.finished) == (run, (0,), False)
 
     def test_log_table_is_partitioned_clustered_and_expires(
         self, target: BigQueryTarget, spark: SparkSession
