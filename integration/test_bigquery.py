@@ -6,6 +6,7 @@ without a usable Python 3.13 the server tests skip with the reason.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -19,7 +20,7 @@ from harness.gcs_server import gcs_server
 from harness.spark_settings import several_tasks
 from pyspark.sql import SparkSession
 
-from synclog.config import Config, SyncSettings
+from synclog.config import Config, SyncSettings, TargetConfig
 from synclog.errors import ConfigError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.registry import LAYOUTS
@@ -34,6 +35,8 @@ from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_testing.conformance import TargetConformance
 from synclog_testing.factories import make_records, make_run, record_rows
+from synclog_testing.network import tcp_outage
+from synclog_testing.outage import Outage
 from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog_testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
@@ -41,7 +44,12 @@ bigquery = pytest.importorskip("google.cloud.bigquery", reason="google-cloud-big
 
 from google.api_core.exceptions import BadRequest  # noqa: E402
 
-from synclog_bigquery.connection import ConnectionSettings, named_markers, query_parameters  # noqa: E402
+from synclog_bigquery.connection import (  # noqa: E402
+    RETRY_SECONDS,
+    ConnectionSettings,
+    named_markers,
+    query_parameters,
+)
 from synclog_bigquery.loading import INLINE_ROWS  # noqa: E402
 from synclog_bigquery.target import BigQueryTarget  # noqa: E402
 
@@ -79,6 +87,31 @@ class TestBigQuery(TargetConformance):
     @pytest.fixture
     def synclog_target_url(self, bigquery_server: BigQueryServer) -> Iterator[str]:
         yield fresh_url(bigquery_server)
+
+    @pytest.fixture
+    def unreachable(self, bigquery_server: BigQueryServer) -> Outage:
+        """The stand-in behind a loopback port nothing listens on; calls give up after 1 s. (Not
+        the suite's `outage`, whose three tests would cost CI a minute: this one covers what is
+        BigQuery's own, the deadline.)"""
+        host, port = bigquery_server.endpoint.removeprefix("http://").split(":")
+        return tcp_outage(fresh_url(bigquery_server, retry_seconds="1"), host, int(port))
+
+    def test_a_write_into_an_unreachable_bigquery_is_kept_for_flush_within_retry_seconds(
+        self, unreachable: Outage, storage: Location, spark: SparkSession
+    ) -> None:
+        """The client's own retries would hold the write for 600 s: `retry_seconds` cuts every
+        call short and the write keeps its batches for `flush` (the fault runs' `outage` trials
+        flush them into the stand-in once it is back, bench/FAULTS.md)."""
+        run = make_run()
+        config = Config(targets={"down": TargetConfig(unreachable.url)}, storage=storage)
+        with SyncLog.open("down", config, spark) as log:
+            started = time.monotonic()
+            result = log.write(run, make_records(spark, record_rows(run, count=4, batches=1)))
+            waited = time.monotonic() - started
+            assert result.pending, result
+            assert waited < 300, waited  # Spark staging included; one call alone took 600 s before
+            (kept,) = log.store.all_pending()
+            assert (kept.run, kept.batches, kept.finished) == (run, (0,), False)
 
     def test_log_table_is_partitioned_clustered_and_expires(
         self, target: BigQueryTarget, spark: SparkSession
@@ -217,6 +250,10 @@ def test_url_options() -> None:
     url = TargetURL.parse("bigquery://my-project?location=EU&endpoint=http://127.0.0.1:9050")
     assert ConnectionSettings.from_url(url) == ConnectionSettings("my-project", "EU", "http://127.0.0.1:9050")
     assert ConnectionSettings.from_url(TargetURL.parse("bigquery://")).project is None
+    assert ConnectionSettings.from_url(url).retry_seconds == RETRY_SECONDS
+    patient = ConnectionSettings.from_url(TargetURL.parse("bigquery://my-project?retry_seconds=7.5"))
+    retries = patient.retries()
+    assert (patient.retry_seconds, retries.seconds, retries.call.timeout, retries.job.timeout) == (7.5,) * 4
 
 
 @pytest.mark.parametrize(
@@ -227,6 +264,8 @@ def test_url_options() -> None:
         ("bigquery://proj?location=EU;DROP", "not a BigQuery location"),
         ("bigquery://?endpoint=http://127.0.0.1:1", "name the project"),
         ("bigquery://proj?endpoint=ftp://x", "not an http"),
+        ("bigquery://proj?retry_seconds=soon", "retry_seconds must be a positive number"),
+        ("bigquery://proj?retry_seconds=0", "retry_seconds must be a positive number"),
     ],
 )
 def test_bad_urls_say_why(url: str, message: str) -> None:

@@ -19,17 +19,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 from synclog.cli.main import main
 from synclog.config import Config
 from synclog.errors import ConfigError, TargetError
+from synclog.layouts.census import SYNC_LOG
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
+from synclog.storage.owners import host_digest
 from synclog.targets.base import Target, TargetSettings
+from synclog.targets.sql import STAGE_PREFIX, SqlTarget
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_testing.conformance import TargetConformance
@@ -206,6 +211,34 @@ class TestDatabricksWarehouse(TargetConformance):
         assert staged_files(dbx) == []
         stages = [r for r in target.fetch("SHOW TABLES IN census.census") if "_synclog_stage_" in r[1]]
         assert stages == []
+
+    def test_the_sweep_removes_a_killed_writers_stage_and_its_volume_files(
+        self, target: Target, dbx: DatabricksSqlServer
+    ) -> None:
+        """A writer killed after its `PUT` leaves a stage table and its file in the volume: the
+        next writer's sweep (`ensure` runs it) removes both; a live writer's (this process's) stay."""
+        ended = subprocess.Popen(["true"])
+        ended.wait()
+        dead = f"{host_digest()}_{ended.pid}_1"  # a compact owner tag of a process that has ended
+        assert isinstance(target, SqlTarget)
+        relation = target.relation(SYNC_LOG)
+        killed = relation.with_name(f"_synclog_stage_0123abcd_{dead}")
+        live = target.stage_relation(relation)
+        catalog, schema, _ = relation.parts
+        target.ensure_schema(relation)
+        target.execute(f"CREATE VOLUME IF NOT EXISTS {relation.with_name('synclog_staging').render()}")
+        part = Path(target.storage.root) / "part.parquet"
+        part.parent.mkdir(parents=True)
+        pq.write_table(pa.table({"n": [1]}), part)
+        for stage in (killed, live):
+            target.create_stage(stage, target.table_spec(SYNC_LOG))
+            volume_path = f"/Volumes/{catalog}/{schema}/synclog_staging/{stage.name}/part-00000.parquet"
+            target.execute(f"PUT '{part}' INTO '{volume_path}'")  # as a writer's load does
+        assert target.sweep_stages([relation]) == [killed]
+        tables = target.fetch(f"SHOW TABLES IN {catalog}.{schema}")
+        assert [str(row[1]) for row in tables if STAGE_PREFIX in row[1]] == [live.name]
+        folder = dbx.volume_dir(catalog, schema, "synclog_staging")
+        assert [p.relative_to(folder).parent.name for p in staged_files(dbx)] == [live.name]
 
     def test_read_rows_streams_the_export_in_chunks(
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch

@@ -3,7 +3,7 @@
 :class:`Engine` keeps a Spark session per SEA session and runs statements on it. Most SQL goes
 to Spark unchanged; what Databricks has and open-source Spark has not is translated here:
 ``USE CATALOG``, ``CREATE CATALOG`` (a new alias catalog), ``CREATE/DROP VOLUME`` (a folder),
-``PUT/GET/REMOVE`` on ``/Volumes/…`` (answered with presigned URLs of the HTTP side),
+``PUT/GET/REMOVE`` on ``/Volumes/…`` (answered with presigned URLs of the HTTP side), ``LIST``,
 ``COPY INTO … FROM '/Volumes/…'`` (a Spark read of the files and an ``INSERT``), also from
 ``'s3://…' [WITH (CREDENTIAL (…))]`` (the named files fetched from the S3 endpoint in
 ``AWS_ENDPOINT_URL`` with the statement's keys, else ``AWS_*``, then read the same way),
@@ -190,7 +190,7 @@ class Engine:
     def execute(self, session: SparkSession, sql: str, params: list[dict[str, Any]], tag: str) -> Result:
         text = _strip(sql)
         handlers: list[tuple[re.Pattern[str], Callable[..., Result]]] = [
-            (_PUT, self._put), (_GET, self._get), (_REMOVE, self._remove),
+            (_PUT, self._put), (_GET, self._get), (_REMOVE, self._remove), (_LIST, self._list),
             (_CREATE_CATALOG, self._create_catalog), (_CREATE_VOLUME, self._create_volume),
             (_DROP_VOLUME, self._drop_volume), (_COPY_INTO, self._copy_into),
             (_SHOW_CATALOGS, self._show_catalogs), (_SHOW_TABLES_IN_CATALOG, self._show_tables),
@@ -377,6 +377,30 @@ class Engine:
     def _remove(self, _session: SparkSession, match: re.Match[str]) -> Result:
         path = self._local(match.group("remote"))
         return self._staging_row("REMOVE", None, self._transfer("REMOVE", path))
+
+    def _list(self, _session: SparkSession, match: re.Match[str]) -> Result:
+        """A folder's entries (folders' names end in `/`), with Databricks' columns."""
+        remote = match.group("remote").rstrip("/")
+        folder = self._local(remote)
+        if not folder.is_dir():
+            raise StatementError(f"[PATH_NOT_FOUND] Path does not exist: {remote}", "NOT_FOUND")
+        entries = sorted(folder.iterdir())
+        names = [e.name + ("/" if e.is_dir() else "") for e in entries]
+        stats = [e.stat() for e in entries]
+        table = pa.table(
+            {
+                "path": pa.array([f"{remote}/{n}" for n in names], pa.string()),
+                "name": pa.array(names, pa.string()),
+                "size": pa.array(
+                    [0 if e.is_dir() else st.st_size for e, st in zip(entries, stats, strict=True)],
+                    pa.int64(),
+                ),
+                "modification_time": pa.array([int(st.st_mtime * 1000) for st in stats], pa.int64()),
+            }
+        )
+        kinds = (T.StringType(), T.StringType(), T.LongType(), T.LongType())
+        schema = T.StructType([T.StructField(n, k) for n, k in zip(table.column_names, kinds, strict=True)])
+        return Result(table, _columns(schema))
 
     def _create_volume(self, session: SparkSession, match: re.Match[str]) -> Result:
         catalog, schema, volume = _parts(match.group("name"), session)
@@ -577,6 +601,7 @@ _PUT = re.compile(
 )
 _GET = re.compile(r"GET\s+'(?P<remote>[^']+)'\s+TO\s+'(?P<local>[^']*)'\s*$", _FLAGS)
 _REMOVE = re.compile(r"REMOVE\s+'(?P<remote>[^']+)'\s*$", _FLAGS)
+_LIST = re.compile(r"LIST\s+'(?P<remote>[^']+)'\s*$", _FLAGS)
 _CREATE_CATALOG = re.compile(
     rf"CREATE\s+CATALOG\s+(?P<if_not_exists>IF\s+NOT\s+EXISTS\s+)?(?P<name>{_IDENT})\b", _FLAGS
 )

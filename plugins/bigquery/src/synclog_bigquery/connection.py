@@ -1,4 +1,5 @@
-"""`bigquery://PROJECT?location=…&endpoint=…`: the client, query parameters, and what an outage is."""
+"""`bigquery://PROJECT?location=…&endpoint=…&retry_seconds=…`: the client, how long its calls
+retry, query parameters, and what an outage is."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 
 import requests
 from google.api_core import exceptions
+from google.api_core.retry import Retry
 from google.auth import exceptions as auth_exceptions
 from google.cloud import bigquery
+from google.cloud.bigquery.retry import DEFAULT_JOB_RETRY, DEFAULT_RETRY
 
 from synclog.plugin_api import ConfigError, TargetURL, outages
 
@@ -33,7 +36,10 @@ OUTAGES: tuple[type[BaseException], ...] = (
 RetryError once it gives up). A BadRequest, NotFound or Forbidden is an answer about our request
 (SQL, data, names, permissions) and is raised as it is."""
 
-_QUERY_KEYS = ("location", "endpoint")
+_QUERY_KEYS = ("location", "endpoint", "retry_seconds")
+RETRY_SECONDS = 60.0
+"""How long a call is retried by default before the write counts as an outage (the client's
+own default is 600 s)."""
 # String literals, quoted names and comments (where a `?` is text), or a `?` marker.
 _SQL_TOKENS = re.compile(
     r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`[^`]*`|--[^\n]*|#[^\n]*|/\*.*?\*/|\?""", re.S
@@ -50,10 +56,12 @@ class ConnectionSettings:
     location: str | None = None
     endpoint: str | None = None
     """A non-Google endpoint (a local stand-in): anonymous credentials are used with it."""
+    retry_seconds: float = RETRY_SECONDS
+    """How long a failing API call is retried, and how long one request may wait for an answer."""
 
     @classmethod
     def from_url(cls, url: TargetURL) -> ConnectionSettings:
-        """Read `bigquery://PROJECT?location=EU&endpoint=http://127.0.0.1:9050`."""
+        """Read `bigquery://PROJECT?location=EU&endpoint=http://127.0.0.1:9050&retry_seconds=30`."""
         unknown = sorted(set(url.query) - set(_QUERY_KEYS))
         if unknown:
             raise ConfigError(f"{url}: unknown option {unknown[0]!r} (known: {', '.join(_QUERY_KEYS)})")
@@ -70,7 +78,15 @@ class ConnectionSettings:
             raise ConfigError(f"{url}: endpoint {endpoint!r} is not an http(s) URL")
         if endpoint is not None and project is None:
             raise ConfigError(f"{url}: name the project when an endpoint is given")
-        return cls(project, location, endpoint)
+        return cls(project, location, endpoint, _seconds(url, url.query.get("retry_seconds")))
+
+    def retries(self) -> Retries:
+        """The retry policies of every call, cut off after `retry_seconds`."""
+        return Retries(
+            self.retry_seconds,
+            DEFAULT_RETRY.with_timeout(self.retry_seconds),
+            DEFAULT_JOB_RETRY.with_timeout(self.retry_seconds),
+        )
 
     def client(self) -> bigquery.Client:
         """A client on Google's endpoint with default credentials, or on the given endpoint anonymously."""
@@ -85,6 +101,31 @@ class ConnectionSettings:
             credentials=AnonymousCredentials(),
             client_options={"api_endpoint": self.endpoint},
         )
+
+
+@dataclass(frozen=True)
+class Retries:
+    """What every call of the client is given, so that an unreachable BigQuery is told within
+    about `seconds` (twice that for a query job's wait, whose job retry wraps the call retry)."""
+
+    seconds: float
+    """Every API request's own timeout (`timeout=`)."""
+    call: Retry
+    """`retry=` of API calls and of job waits."""
+    job: Retry
+    """`job_retry=` of query jobs and their waits."""
+
+
+def _seconds(url: TargetURL, value: str | None) -> float:
+    if value is None:
+        return RETRY_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ConfigError(f"{url}: retry_seconds must be a positive number of seconds, got {value!r}")
+    return seconds
 
 
 Parameter = bigquery.ScalarQueryParameter | bigquery.ArrayQueryParameter

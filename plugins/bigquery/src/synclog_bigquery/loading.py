@@ -20,6 +20,7 @@ import pyarrow as pa
 from google.cloud import bigquery
 
 from synclog.plugin_api import write_batches
+from synclog_bigquery.connection import Retries
 
 INLINE_ROWS = 1_000
 """Loads of up to this many rows go inline, as a query parameter, not as a load job…"""
@@ -31,6 +32,7 @@ URIS_PER_JOB = 10_000
 
 def load_job(
     client: bigquery.Client,
+    retries: Retries,
     stage: bigquery.TableReference,
     fields: Sequence[bigquery.SchemaField],
     schema: pa.Schema,
@@ -41,13 +43,16 @@ def load_job(
         merged = Path(folder) / "stage.parquet"
         write_batches(str(merged), schema, batches)
         with merged.open("rb") as handle:
-            job = client.load_table_from_file(handle, stage, job_config=job_config(fields))
-        job.result()
+            job = client.load_table_from_file(
+                handle, stage, job_config=job_config(fields), timeout=retries.seconds
+            )
+        job.result(retry=retries.call)
     return int(job.output_rows or 0)
 
 
 def uri_load_job(
     client: bigquery.Client,
+    retries: Retries,
     stage: bigquery.TableReference,
     fields: Sequence[bigquery.SchemaField],
     uris: Sequence[str],
@@ -57,8 +62,10 @@ def uri_load_job(
     loaded = 0
     for start in range(0, len(uris), URIS_PER_JOB):
         chunk = list(uris[start : start + URIS_PER_JOB])
-        job = client.load_table_from_uri(chunk, stage, job_config=job_config(fields))
-        job.result()
+        job = client.load_table_from_uri(
+            chunk, stage, job_config=job_config(fields), retry=retries.call, timeout=retries.seconds
+        )
+        job.result(retry=retries.call)
         loaded += int(job.output_rows or 0)
     return loaded
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from google.api_core.exceptions import BadRequest, GoogleAPIError, NotFound
 from google.cloud import bigquery
+from google.cloud.bigquery.table import RowIterator
 
 from synclog.plugin_api import (
     DEFAULT_RETENTION_DAYS,
@@ -67,6 +68,7 @@ class BigQueryTarget(SqlTarget):
         self.connection = ConnectionSettings.from_url(url)
         self.expiration_days = _expiry_days(settings.options.get(EXPIRY_OPTION, DEFAULT_RETENTION_DAYS))
         self.client = self.connection.client()
+        self.retries = self.connection.retries()
         self.project: str = self.client.project
         self._session: str | None = None
         self._datasets: set[str] = set()
@@ -101,9 +103,19 @@ class BigQueryTarget(SqlTarget):
         if self._session is not None:
             job_config.connection_properties = [bigquery.ConnectionProperty("session_id", self._session)]
         with self._errors("query"):
-            job = self.client.query(sql, job_config=job_config)
-            job.result()
+            job = self.client.query(
+                sql,
+                job_config=job_config,
+                retry=self.retries.call,
+                job_retry=self.retries.job,
+                timeout=self.retries.seconds,
+            )
+            self._rows(job)
         return job
+
+    def _rows(self, job: bigquery.QueryJob, page_size: int | None = None) -> RowIterator:
+        """Wait for `job` (retrying as every call does); its result's rows, fetched as read."""
+        return job.result(page_size=page_size, retry=self.retries.call, job_retry=self.retries.job)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         return int(self._run(sql, params).num_dml_affected_rows or 0)
@@ -111,18 +123,18 @@ class BigQueryTarget(SqlTarget):
     def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         job = self._run(sql, params)
         with self._errors("reading a result"):
-            return [tuple(row.values()) for row in job.result()]
+            return [tuple(row.values()) for row in self._rows(job)]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
         job = self._run(sql, params)
         with self._errors("reading a result"):
-            return job.to_arrow(create_bqstorage_client=False)
+            return self._rows(job).to_arrow(create_bqstorage_client=False)
 
     def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """The finished query's result page by page (`chunk_rows` rows a page), fetched as consumed."""
         job = self._run(sql, params)
         with self._errors("reading a result"):
-            pages = iter(job.result(page_size=self.chunk_rows).to_arrow_iterable())
+            pages = iter(self._rows(job, self.chunk_rows).to_arrow_iterable())
         while True:
             with self._errors("reading a result"):
                 page = next(pages, None)
@@ -168,7 +180,9 @@ class BigQueryTarget(SqlTarget):
         if self.connection.location:
             dataset.location = self.connection.location
         with self._errors(f"creating dataset {name}"):
-            self.client.create_dataset(dataset, exists_ok=True)
+            self.client.create_dataset(
+                dataset, exists_ok=True, retry=self.retries.call, timeout=self.retries.seconds
+            )
         self._datasets.add(name)
 
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
@@ -197,7 +211,7 @@ class BigQueryTarget(SqlTarget):
     def existing_columns(self, relation: Relation) -> list[str] | None:
         with self._errors(f"reading {relation}"):
             try:
-                found = self.client.get_table(self.table_ref(relation))
+                found = self._get_table(relation)
             except NotFound:
                 return None
         return [field.name for field in found.schema]
@@ -205,7 +219,7 @@ class BigQueryTarget(SqlTarget):
     def _set_expiry(self, relation: Relation, days: int, *, only_if_unset: bool = False) -> None:
         """Let `relation`'s day partitions expire after `days` days (tables not partitioned are left)."""
         with self._errors(f"setting the partition expiry of {relation}"):
-            found = self.client.get_table(self.table_ref(relation))
+            found = self._get_table(relation)
             partitioning = found.time_partitioning
             wanted = max(days, 1) * _DAY_MS
             if partitioning is None or partitioning.expiration_ms == wanted:
@@ -214,7 +228,14 @@ class BigQueryTarget(SqlTarget):
                 return
             partitioning.expiration_ms = wanted
             found.time_partitioning = partitioning
-            self.client.update_table(found, ["time_partitioning"])
+            self.client.update_table(
+                found, ["time_partitioning"], retry=self.retries.call, timeout=self.retries.seconds
+            )
+
+    def _get_table(self, relation: Relation) -> bigquery.Table:
+        return self.client.get_table(
+            self.table_ref(relation), retry=self.retries.call, timeout=self.retries.seconds
+        )
 
     # -- loading: a staging table through the API, a load job, one swap script ------------------
 
@@ -229,14 +250,16 @@ class BigQueryTarget(SqlTarget):
         staged = bigquery.Table(self.table_ref(stage), schema=self._stage_fields(table))
         staged.expires = datetime.now(UTC) + STAGE_LIFETIME
         with self._errors(f"creating {stage}"):
-            self.client.create_table(staged)
+            self.client.create_table(staged, retry=self.retries.call, timeout=self.retries.seconds)
 
     def find_stages(self, relation: Relation) -> list[tuple[Relation, datetime | None]]:
         """The dataset's staging tables, listed through the API, with their creation times."""
         dataset = bigquery.DatasetReference(self.project, relation.parts[-2])
         with self._errors(f"listing {dataset.dataset_id}"):
             try:
-                tables = list(self.client.list_tables(dataset))
+                tables = list(
+                    self.client.list_tables(dataset, retry=self.retries.call, timeout=self.retries.seconds)
+                )
             except NotFound:
                 return []
         return [
@@ -245,7 +268,12 @@ class BigQueryTarget(SqlTarget):
 
     def drop_stage(self, stage: Relation) -> None:
         with self._errors(f"dropping {stage}"):
-            self.client.delete_table(self.table_ref(stage), not_found_ok=True)
+            self.client.delete_table(
+                self.table_ref(stage),
+                not_found_ok=True,
+                retry=self.retries.call,
+                timeout=self.retries.seconds,
+            )
 
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
         """One load job: of the staged files themselves where `storage` is on GCS, else of one
@@ -256,7 +284,7 @@ class BigQueryTarget(SqlTarget):
         fields = self._stage_fields(table)
         if self.storage.scheme == "gs":
             with self._errors(f"loading {stage}"):
-                return uri_load_job(self.client, self.table_ref(stage), fields, manifest.uris())
+                return uri_load_job(self.client, self.retries, self.table_ref(stage), fields, manifest.uris())
         schema = self.stage_schema(table)
         batches: Iterable[pa.RecordBatch] = manifest.batches(schema)
         if manifest.rows <= INLINE_ROWS:
@@ -269,7 +297,7 @@ class BigQueryTarget(SqlTarget):
                 return int(job.num_dml_affected_rows or 0)
             batches = rows.to_batches()
         with self._errors(f"loading {stage}"):
-            return load_job(self.client, self.table_ref(stage), fields, schema, batches)
+            return load_job(self.client, self.retries, self.table_ref(stage), fields, schema, batches)
 
     def staged_value_sql(self, column: Column) -> str:
         """JSON text parsed into JSON (numbers too large for a double are rounded)."""

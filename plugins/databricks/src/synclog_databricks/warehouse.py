@@ -166,10 +166,28 @@ class WarehouseTarget(DatabricksTarget):
         )
 
     def drop_stage(self, stage: Relation) -> None:
-        """Drop the stage table and remove the files uploaded for it."""
-        super().drop_stage(stage)
-        for path in self._uploads.pop(stage.name, ()):
+        """Remove the files uploaded for the stage, then drop its table: a stage's files never
+        outlive its table, so a dead writer's are removed with its table (`sweep_stages`)."""
+        uploads = self._uploads.pop(stage.name, None)
+        if uploads is None:  # not loaded by this process: a dead writer's, or a failed load's
+            uploads = self._uploaded(stage)
+        for path in uploads:
             self.execute(f"REMOVE {sources.literal(path)}")
+        super().drop_stage(stage)
+
+    def _uploaded(self, stage: Relation) -> list[str]:
+        """The files in the stage's folder of the volume (`LIST`, which names a folder `name/`);
+        none where this target does not upload (`storage` the warehouse reads)."""
+        if sources.reads_storage(self.storage):
+            return []
+        volume = self._volume(stage)
+        if stage.name not in self._listed(volume):
+            return []
+        folder = f"{volume}/{stage.name}"
+        return [f"{folder}/{name}" for name in self._listed(folder)]
+
+    def _listed(self, folder: str) -> list[str]:
+        return [str(row[1]).rstrip("/") for row in self.fetch(f"LIST {sources.literal(folder)}")]
 
     def _volume(self, stage: Relation) -> str:
         """`/Volumes/<catalog>/<schema>/<volume>` of the stage's schema, created on first use."""
