@@ -25,7 +25,8 @@ from synclog.targets.contract import LAYOUT_METHODS, WRITE_METHODS, missing_meth
 from synclog.targets.export import rows_batch, write_batches
 from synclog.targets.literals import plain_text
 from synclog.targets.rows import Rows
-from synclog.targets.sql import VERSIONS_TABLE, SqlTarget, Statement
+from synclog.targets.sql import VERSIONS_TABLE, SqlTarget
+from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_NAME, STAGE_PREFIX
 from synclog.targets.staging import FileStageWriter, StageWriter, TaskStage
 from synclog.targets.tables import Column, ColumnType, TableSpec

@@ -42,9 +42,11 @@ from synclog.storage.files import published, read_frame, remove
 from synclog.storage.manifest import Manifest, StoredFile
 from synclog.storage.owners import owner
 from synclog.targets import export
+from synclog.targets import sql_statements as sql
 from synclog.targets.base import Cutoffs, Target
 from synclog.targets.contract import RETENTION_HOOKS, required_methods, unimplemented
 from synclog.targets.rows import Rows
+from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
 from synclog.targets.staging import FileStageWriter, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.tables import Column, ColumnType, TableSpec
@@ -59,8 +61,6 @@ _VERSIONS_COLUMNS = (
     Column("applied_at", ColumnType.TIMESTAMP),
 )
 """The columns of `VERSIONS_TABLE`, declared through `column_sql` like every other table's."""
-
-Statement = tuple[str, Sequence[Any]]
 
 
 class SqlTarget(Target):
@@ -124,12 +124,11 @@ class SqlTarget(Target):
 
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
         """CREATE TABLE for a framework table (targets override to add partitioning)."""
-        columns = ", ".join(self.column_sql(c) for c in table.columns)
-        return f"CREATE TABLE IF NOT EXISTS {relation.render()} ({columns})"
+        return sql.create_table(relation.render(), [self.column_sql(c) for c in table.columns])
 
     def create_schema_sql(self, relation: Relation) -> str:
         """CREATE SCHEMA for the schema `relation` lives in."""
-        return f"CREATE SCHEMA IF NOT EXISTS {relation.schema_relation()}"
+        return sql.create_schema(relation.schema_relation())
 
     def view_sql(self, view: Relation, relation: Relation, table: TableSpec) -> str:
         """The public view over a framework table: CREATE OR REPLACE VIEW, or CREATE VIEW where
@@ -138,12 +137,11 @@ class SqlTarget(Target):
         Where schemas are attached databases (`Schemas.ATTACHED`) the view's body names its table
         without the schema: an attached database resolves a view's names in its own file.
         """
-        columns = ", ".join(self.quote(c) for c in table.column_names())
+        columns = [self.quote(c) for c in table.column_names()]
         source = (
             relation.render() if self.capabilities.schemas is Schemas.CREATE else self.quote(relation.name)
         )
-        create = "CREATE OR REPLACE VIEW" if self.capabilities.replace_view else "CREATE VIEW"
-        return f"{create} {view.render()} AS SELECT {columns} FROM {source}"
+        return sql.create_view(view.render(), columns, source, self.capabilities.replace_view)
 
     def ensure_view(self, view: Relation, relation: Relation, table: TableSpec) -> None:
         """Create or replace the public view over a framework table.
@@ -155,7 +153,7 @@ class SqlTarget(Target):
         if self.capabilities.replace_view:
             self.execute(create)
             return
-        drop = f"DROP VIEW IF EXISTS {view.render()}"
+        drop = sql.drop_view(view.render())
         if self.capabilities.transactional_ddl:
             with self.transaction():
                 self.execute(drop)
@@ -186,12 +184,7 @@ class SqlTarget(Target):
         The table introspection hook: this default reads `information_schema.columns`; a
         warehouse without it overrides this (SQLite: `PRAGMA table_info`).
         """
-        rows = self.fetch(
-            "SELECT column_name FROM information_schema.columns "
-            f"WHERE table_schema = {self.placeholder} AND table_name = {self.placeholder} "
-            "ORDER BY ordinal_position",
-            [relation.parts[-2], relation.parts[-1]],
-        )
+        rows = self.fetch(sql.table_columns(self.placeholder), [relation.parts[-2], relation.parts[-1]])
         return [r[0] for r in rows] or None
 
     def ensure(self, tables: Sequence[TableSpec]) -> None:
@@ -208,7 +201,7 @@ class SqlTarget(Target):
                 folded = {name.lower() for name in existing}
                 missing = [c for c in table.columns if c.name.lower() not in folded]
                 for column in missing:
-                    self.execute(f"ALTER TABLE {relation.render()} ADD COLUMN {self.column_sql(column)}")
+                    self.execute(sql.add_column(relation.render(), self.column_sql(column)))
                 if missing:
                     self._record_version(versions, table, missing)
             if table.view and self.capabilities.views:
@@ -232,31 +225,25 @@ class SqlTarget(Target):
         """The staging tables in the schema of `relation`, each with when it was created (None
         where the warehouse does not say). This default reads `information_schema.tables`; a
         target whose stages end with its session may answer none."""
-        catalog = f"{relation.quoted(relation.parts[0])}." if len(relation.parts) == 3 else ""
+        catalog = relation.quoted(relation.parts[0]) if len(relation.parts) == 3 else ""
         rows = self.fetch(
-            f"SELECT table_name FROM {catalog}information_schema.tables "
-            f"WHERE table_schema = {self.placeholder} AND table_name LIKE {self.placeholder}",
+            sql.tables_like(self.placeholder, catalog),
             [relation.parts[-2], self.capabilities.casefold.apply(STAGE_PREFIX) + "%"],
         )
         return [(relation.with_name(name), None) for (name,) in rows]
 
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
-        columns = ", ".join(self.column_sql(c) for c in _VERSIONS_COLUMNS)
-        self.execute(f"CREATE TABLE IF NOT EXISTS {versions.render()} ({columns})")
+        self.execute(sql.create_table(versions.render(), [self.column_sql(c) for c in _VERSIONS_COLUMNS]))
         return versions
 
     def _record_version(self, versions: Relation, table: TableSpec, added: Sequence[Column]) -> None:
         p = self.placeholder
         name = self.capabilities.casefold.apply(table.name)
-        rows = self.fetch(
-            f"SELECT MAX({self.quote('version')}) FROM {versions.render()} "
-            f"WHERE {self.quote('table_name')} = {p}",
-            [name],
-        )
-        version = (rows[0][0] or 0) + 1
+        latest = sql.max_where_equal(versions.render(), self.quote("version"), self.quote("table_name"), p)
+        version = (self.fetch(latest, [name])[0][0] or 0) + 1
         self.execute(
-            f"INSERT INTO {versions.render()} VALUES ({p}, {p}, {p}, {p})",
+            sql.insert_values(versions.render(), len(_VERSIONS_COLUMNS), p),
             [name, version, ",".join(c.name for c in added), datetime.now(UTC)],
         )
 
@@ -361,8 +348,8 @@ class SqlTarget(Target):
 
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
         """Create the empty staging relation of a load of `table`."""
-        columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
-        self.execute(f"CREATE TABLE {stage.render()} ({columns})")
+        columns = [f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns]
+        self.execute(sql.create_table(stage.render(), columns, if_not_exists=False))
 
     def stage_schema(self, table: TableSpec) -> pa.Schema:
         """The Arrow schema of the files staged for `table` (`Staging.FILES`)."""
@@ -380,7 +367,7 @@ class SqlTarget(Target):
 
     def drop_stage(self, stage: Relation) -> None:
         """Drop the staging relation (it may not exist: the load failed before creating it)."""
-        self.execute(f"DROP TABLE IF EXISTS {stage.render()}")
+        self.execute(sql.drop_table(stage.render()))
 
     def staged_value_sql(self, column: Column) -> str:
         """How a staged column becomes the stored value (a JSON parse where the stage holds text)."""
@@ -392,25 +379,26 @@ class SqlTarget(Target):
 
     def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
         """DELETE the rows of `target` whose `key` columns match a row of `staged`."""
-        cols = ", ".join(self.quote(k) for k in key)
-        return f"DELETE FROM {target} WHERE ({cols}) IN (SELECT DISTINCT {cols} FROM {staged})"
+        return sql.delete_matching_keys(target, staged, [self.quote(k) for k in key])
 
     def swap_statements(
         self, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
     ) -> list[Statement]:
         """The statements that replace, atomically, what the staged rows replace."""
         target, staged = relation.render(), stage.render()
-        columns = ", ".join(self.quote(c) for c in table.column_names())
-        values = ", ".join(self.staged_value_sql(c) for c in table.columns)
-        p = self.placeholder
         if self.capabilities.transactions:
             if scope:
-                where = " AND ".join(f"{self.quote(name)} = {p}" for name in scope)
-                delete: Statement = (f"DELETE FROM {target} WHERE {where}", list(scope.values()))
+                where = [self.quote(name) for name in scope]
+                delete: Statement = (
+                    sql.delete_where_equal(target, where, self.placeholder),
+                    list(scope.values()),
+                )
             else:
                 delete = (self.delete_keys_sql(target, staged, table.replace_key), ())
             lock = self.lock_statement(relation)
-            insert = (f"INSERT INTO {target} ({columns}) SELECT {values} FROM {staged}", ())
+            columns = [self.quote(c) for c in table.column_names()]
+            values = [self.staged_value_sql(c) for c in table.columns]
+            insert = (sql.insert_select(target, columns, values, staged), ())
             return [*([lock] if lock else []), delete, insert]
         if self.capabilities.merge:
             return [self._merge(table, target, staged, scope)]
@@ -422,41 +410,36 @@ class SqlTarget(Target):
         """One MERGE: the staged rows are inserted; a marker row per replaced key deletes the old rows."""
         keys = list(scope) if scope else list(table.replace_key)
         quoted = {c.name: self.quote(c.name) for c in table.columns}
-        mark = self.quote(_DELETE_MARK)
-        rows = ", ".join(f"{self.staged_value_sql(c)} AS {quoted[c.name]}" for c in table.columns)
         types = {c.name: c.type for c in table.columns}
+        key = [quoted[k] for k in keys]
         if scope:
             params: list[Any] = list(scope.values())
-            marker_values = [f"{self.cast_sql(self.placeholder, types[k])} AS {quoted[k]}" for k in keys]
-            markers = f"SELECT {', '.join(marker_values)}"
+            markers = sql.select_values([self.cast_sql(self.placeholder, types[k]) for k in keys], key)
         else:
             params = []
-            markers = f"SELECT DISTINCT {', '.join(quoted[k] for k in keys)} FROM {staged}"
-        nulls = ", ".join(
-            quoted[c.name]
-            if c.name in keys
-            else f"{self.cast_sql('NULL', types[c.name])} AS {quoted[c.name]}"
+            markers = sql.distinct_keys(staged, key)
+        marker_values = [
+            quoted[c.name] if c.name in keys else f"{self.cast_sql('NULL', c.type)} AS {quoted[c.name]}"
             for c in table.columns
+        ]
+        values = [self.staged_value_sql(c) for c in table.columns]
+        merge = sql.merge_replacing(
+            target,
+            staged,
+            list(quoted.values()),
+            values,
+            markers,
+            marker_values,
+            key,
+            self.quote(_DELETE_MARK),
         )
-        source = (
-            f"SELECT {rows}, FALSE AS {mark} FROM {staged} "
-            f"UNION ALL SELECT {nulls}, TRUE AS {mark} FROM ({markers}) AS m"
-        )
-        on = " AND ".join(f"t.{quoted[k]} = s.{quoted[k]}" for k in keys)
-        columns = ", ".join(quoted.values())
-        inserted = ", ".join(f"s.{q}" for q in quoted.values())
-        sql = (
-            f"MERGE INTO {target} AS t USING ({source}) AS s ON {on} AND s.{mark} "
-            f"WHEN MATCHED THEN DELETE "
-            f"WHEN NOT MATCHED AND NOT s.{mark} THEN INSERT ({columns}) VALUES ({inserted})"
-        )
-        return sql, params
+        return merge, params
 
     def run_swap(self, statements: Sequence[Statement]) -> None:
         """Run the swap's statements so that they commit together."""
         with self.transaction():
-            for sql, params in statements:
-                self.execute(sql, params)
+            for text, params in statements:
+                self.execute(text, params)
 
     # -- read-back ---------------------------------------------------------------------------
 
@@ -468,11 +451,11 @@ class SqlTarget(Target):
             yield None
             return
         present = {name.lower() for name in existing}
-        picked = ", ".join(self._read_column(c, c.name.lower() in present) for c in table.columns)
-        sql = f"SELECT {picked} FROM {relation.render()} WHERE {self.quote('sync_id')} = {self.placeholder}"
+        picked = [self._read_column(c, c.name.lower() in present) for c in table.columns]
+        query = sql.select_where_equal(relation.render(), picked, self.quote("sync_id"), self.placeholder)
         folder = f"exports/{owner()}/{uuid.uuid4().hex}"
         try:
-            manifest = self.export(sql, [sync_id], table.arrow_schema(), folder)
+            manifest = self.export(query, [sync_id], table.arrow_schema(), folder)
             yield read_frame(spark, manifest, table.spark_schema())
         finally:
             remove(self.storage, folder)
@@ -548,24 +531,16 @@ class SqlTarget(Target):
         p = self.placeholder
         time, sync = self.quote(table.time_column), self.quote("sync_id")
         overridden = list(cutoffs.per_sync)
-        exempt = f" AND {sync} NOT IN ({', '.join([p] * len(overridden))})" if overridden else ""
         statements: list[Statement] = []
         if dropped is None or cutoffs.default > dropped:
-            statements.append(
-                (
-                    f"DELETE FROM {relation.render()} WHERE {time} < {p}{exempt}",
-                    [cutoffs.default, *overridden],
-                )
-            )
+            delete = sql.delete_before(relation.render(), time, p, sync, exempt=len(overridden))
+            statements.append((delete, [cutoffs.default, *overridden]))
         for sync_id, cutoff in cutoffs.per_sync.items():
             if dropped is None or cutoff > dropped:
                 statements.append(
-                    (
-                        f"DELETE FROM {relation.render()} WHERE {sync} = {p} AND {time} < {p}",
-                        [sync_id, cutoff],
-                    )
+                    (sql.delete_sync_before(relation.render(), sync, time, p), [sync_id, cutoff])
                 )
         if not statements:
             return 0
         with self.transaction():
-            return sum(self.execute(sql, params) for sql, params in statements)
+            return sum(self.execute(text, params) for text, params in statements)
