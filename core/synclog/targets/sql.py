@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -44,8 +43,18 @@ from synclog.storage.owners import owner
 from synclog.targets import export
 from synclog.targets import sql_statements as sql
 from synclog.targets.base import Cutoffs, Target
-from synclog.targets.contract import RETENTION_HOOKS, required_methods, unimplemented
+from synclog.targets.contract import required_methods
 from synclog.targets.rows import Rows
+from synclog.targets.sql_client import SqlClient
+from synclog.targets.sql_loaders import (
+    FileLoader,
+    FrameLoader,
+    PartitionDropper,
+    PartitionExpirer,
+    SchemaAttacher,
+    method_of,
+    needed_loaders,
+)
 from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
 from synclog.targets.staging import FileStageWriter, StageWriter, fill_from_frame, fill_from_table
@@ -63,48 +72,28 @@ _VERSIONS_COLUMNS = (
 """The columns of `VERSIONS_TABLE`, declared through `column_sql` like every other table's."""
 
 
-class SqlTarget(Target):
-    """A warehouse spoken to in SQL. Subclasses give types, a connection and the bulk load."""
+class SqlTarget(SqlClient, Target):
+    """A warehouse spoken to in SQL. Subclasses give types, a connection (`SqlClient`) and the
+    opt-in parts their capabilities need (`synclog.targets.sql_loaders`: how a stage is filled,
+    partitions dropped or expired, schemas attached)."""
 
     type_names: ClassVar[Mapping[ColumnType, str]]
     """Physical types of every logical type but JSON (`capabilities.json_type`)."""
-    chunk_rows: ClassVar[int] = export.CHUNK_ROWS
-    """Rows per chunk when `result_batches` streams a result (a cursor's `fetchmany`, a page)."""
 
     @classmethod
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:
-        """Its layouts' calls and the load and retention steps its capabilities choose; a class
-        with its own `delete_expired` needs no retention hooks, one with its own `stage_writer`
-        (tasks fill the stage themselves) no `load_frame`."""
-        needed = required_methods(capabilities, sql=True)
-        if cls.delete_expired is not SqlTarget.delete_expired:
-            needed = [name for name in needed if name not in RETENTION_HOOKS]
-        if cls.stage_writer is not SqlTarget.stage_writer:
-            needed = [name for name in needed if name != "load_frame"]
-        return needed
+        """Its layouts' calls and the method of each opt-in part its capabilities need
+        (`needed_loaders`); a class with its own `delete_expired` needs no partition hooks, one
+        with its own `stage_writer` (tasks fill the stage themselves) no stage loader."""
+        own_writer = cls.stage_writer is not SqlTarget.stage_writer
+        own_retention = cls.delete_expired is not SqlTarget.delete_expired
+        parts = needed_loaders(capabilities, own_writer=own_writer, own_retention=own_retention)
+        return [*required_methods(capabilities), *(method_of(part) for part in parts)]
 
-    # -- the connection ----------------------------------------------------------------------
-
-    @abstractmethod
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; return the affected row count where the driver knows it."""
-
-    @abstractmethod
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a query and return all its (small) result rows."""
-
-    @abstractmethod
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Everything inside commits together or not at all."""
-
-    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """A query's result in record batches: `schema`'s columns, in order (for read-backs).
-
-        Columns are matched by position and cast to `schema`'s types by the caller. This
-        default holds the whole result (`query`); targets stream it in chunks.
-        """
-        yield from self.query(sql, params).to_batches()
+    def _lacks(self, part: type) -> ConfigError:
+        """The error of a target that is not the opt-in `part` its capabilities call for (the
+        registry refuses such a class; this catches one opened without it)."""
+        return ConfigError(f"{type(self).__name__} is no {part.__name__}, which its capabilities need")
 
     # -- types and DDL -----------------------------------------------------------------------
 
@@ -167,16 +156,19 @@ class SqlTarget(Target):
         self.execute(drop)
         self.execute(create)
 
-    @unimplemented
     def ensure_schema(self, relation: Relation) -> None:
         """Make the schema `relation` lives in exist: CREATE SCHEMA IF NOT EXISTS (`Schemas.CREATE`).
 
-        A target whose warehouse has no CREATE SCHEMA (`Schemas.ATTACHED`) overrides this to make
-        the schema reachable its own way (SQLite attaches a database file under the schema's name).
+        Where the warehouse has no CREATE SCHEMA (`Schemas.ATTACHED`) the target is a
+        `SchemaAttacher` and makes the schema reachable its own way (`attach_schema`: SQLite
+        attaches a database file under the schema's name).
         """
-        if self.capabilities.schemas is not Schemas.CREATE:
-            raise NotImplementedError(f"{type(self).__name__} declares schemas={self.capabilities.schemas}")
-        self.execute(self.create_schema_sql(relation))
+        if self.capabilities.schemas is Schemas.CREATE:
+            self.execute(self.create_schema_sql(relation))
+        elif isinstance(self, SchemaAttacher):
+            self.attach_schema(relation)
+        else:
+            raise self._lacks(SchemaAttacher)
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
         """The relation's column names in order, or None when it does not exist.
@@ -300,6 +292,8 @@ class SqlTarget(Target):
     def _fill(self, stage: Relation, table: TableSpec, rows: Rows) -> int:
         writer = self.stage_writer(stage, table)
         if writer is None:
+            if not isinstance(self, FrameLoader):
+                raise self._lacks(FrameLoader)
             return self.load_frame(stage, table, rows.frame())
         local = rows.local_table
         try:
@@ -329,8 +323,10 @@ class SqlTarget(Target):
         """
         writer = self.stage_writer(stage, table)
         if not isinstance(writer, FileStageWriter):
-            raise NotImplementedError(f"{type(self).__name__} has a stage_writer but no load_staged")
+            raise ConfigError(f"{type(self).__name__} has a stage_writer but no load_staged")
         manifest = writer.manifest(reports)
+        if not isinstance(self, FileLoader):
+            raise self._lacks(FileLoader)
         return self.load_files(stage, table, manifest) if manifest.files else 0
 
     def raise_stage_failure(self, failure: Exception, table: TableSpec) -> None:
@@ -354,16 +350,6 @@ class SqlTarget(Target):
     def stage_schema(self, table: TableSpec) -> pa.Schema:
         """The Arrow schema of the files staged for `table` (`Staging.FILES`)."""
         return table.arrow_schema()
-
-    @unimplemented
-    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
-        """Fill `stage` from the staged files of `manifest` in bulk; return the rows loaded."""
-        raise NotImplementedError(f"{type(self).__name__} stages files but has no load_files")
-
-    @unimplemented
-    def load_frame(self, stage: Relation, table: TableSpec, frame: DataFrame) -> int:
-        """Fill `stage` from the executors in bulk; return the rows loaded (`Staging.EXECUTORS`)."""
-        raise NotImplementedError(f"{type(self).__name__} loads from the executors but has no load_frame")
 
     def drop_stage(self, stage: Relation) -> None:
         """Drop the staging relation (it may not exist: the load failed before creating it)."""
@@ -437,9 +423,7 @@ class SqlTarget(Target):
 
     def run_swap(self, statements: Sequence[Statement]) -> None:
         """Run the swap's statements so that they commit together."""
-        with self.transaction():
-            for text, params in statements:
-                self.execute(text, params)
+        self.run_together(statements)
 
     # -- read-back ---------------------------------------------------------------------------
 
@@ -505,23 +489,15 @@ class SqlTarget(Target):
         oldest = min((cutoffs.default, *cutoffs.per_sync.values()))
         removed = 0
         if self.capabilities.partition_drop:
+            if not isinstance(self, PartitionDropper):
+                raise self._lacks(PartitionDropper)
             removed += self.drop_partitions(spec, relation, oldest)
         if self.capabilities.partition_expiry and cutoffs.now is not None:
+            if not isinstance(self, PartitionExpirer):
+                raise self._lacks(PartitionExpirer)
             self.expire_partitions(spec, relation, math.ceil((cutoffs.now - oldest) / timedelta(days=1)))
         dropped = oldest if self.capabilities.partition_drop else None
         return removed + self._delete_expired_rows(spec, relation, cutoffs, dropped)
-
-    @unimplemented
-    def drop_partitions(self, table: TableSpec, relation: Relation, before: datetime) -> int:
-        """Drop the day partitions that end before `before`; return the rows they held."""
-        raise NotImplementedError(f"{type(self).__name__} declares partition_drop but has no drop_partitions")
-
-    @unimplemented
-    def expire_partitions(self, table: TableSpec, relation: Relation, days: int) -> None:
-        """Let day partitions older than `days` expire by themselves."""
-        raise NotImplementedError(
-            f"{type(self).__name__} declares partition_expiry but has no expire_partitions"
-        )
 
     def _delete_expired_rows(
         self, table: TableSpec, relation: Relation, cutoffs: Cutoffs, dropped: datetime | None
@@ -542,5 +518,4 @@ class SqlTarget(Target):
                 )
         if not statements:
             return 0
-        with self.transaction():
-            return sum(self.execute(text, params) for text, params in statements)
+        return self.run_together(statements)

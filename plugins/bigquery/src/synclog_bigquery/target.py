@@ -26,7 +26,9 @@ from synclog.plugin_api import (
     Column,
     ColumnType,
     ConfigError,
+    FileLoader,
     Manifest,
+    PartitionExpirer,
     Relation,
     SqlTarget,
     Statement,
@@ -51,7 +53,7 @@ _CONCURRENT_UPDATE = "concurrent update"
 """BigQuery aborts one of two transactions that change the same table at once (a BadRequest)."""
 
 
-class BigQueryTarget(SqlTarget):
+class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
     """Log tables in BigQuery datasets (`census`, `hightouch_audit`) of one project."""
 
     type_names: ClassVar[dict[ColumnType, str]] = {
