@@ -11,7 +11,7 @@ from pathlib import Path
 import pluggy
 import pytest
 
-from synclog.capabilities import Capabilities
+from synclog.capabilities import Capabilities, Schemas
 from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
@@ -20,6 +20,7 @@ from synclog.targets.connector import Connector
 from synclog.targets.contract import missing_methods
 from synclog.targets.duckdb import TARGET_TYPE
 from synclog.targets.sql import SqlTarget
+from synclog.targets.sql_loaders import FileLoader, PartitionExpirer, SchemaAttacher
 from synclog.urls import TargetURL
 
 
@@ -95,6 +96,25 @@ def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() 
             return 0
 
     assert "drop_partitions" not in missing_methods(OwnRetention, dropping)  # it never calls it
+
+
+def test_a_sql_target_takes_part_in_what_its_capabilities_need_by_mixin() -> None:
+    """The opt-in parts are mixins the core checks by isinstance: a SQL target with attached
+    schemas and expiring partitions must be a SchemaAttacher and a PartitionExpirer."""
+    needs = replace(TEXT, layouts=("census",), schemas=Schemas.ATTACHED, partition_expiry=True)
+    assert missing_methods(SqlTarget, needs) == [
+        "query",
+        "close",
+        "load_files",
+        "expire_partitions",
+        "attach_schema",
+    ]
+
+    class Attaching(SqlTarget, FileLoader, PartitionExpirer, SchemaAttacher):
+        def attach_schema(self, relation: object) -> None: ...
+
+    assert missing_methods(Attaching, needs) == ["query", "close", "load_files", "expire_partitions"]
+    assert issubclass(Attaching, SchemaAttacher) and not issubclass(SqlTarget, SchemaAttacher)
 
 
 def test_builtin_targets_are_registered_through_the_hook_like_any_plugin() -> None:

@@ -20,12 +20,22 @@ from synclog.spark import spark_session
 from synclog.storage.files import by_name, published, write_frame
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
+from synclog.targets import sql_statements
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
 from synclog.targets.contract import LAYOUT_METHODS, WRITE_METHODS, missing_methods, required_methods
 from synclog.targets.export import rows_batch, write_batches
 from synclog.targets.literals import plain_text
 from synclog.targets.rows import Rows
-from synclog.targets.sql import VERSIONS_TABLE, SqlTarget, Statement
+from synclog.targets.sql import VERSIONS_TABLE, SqlTarget
+from synclog.targets.sql_client import SqlClient
+from synclog.targets.sql_loaders import (
+    FileLoader,
+    FrameLoader,
+    PartitionDropper,
+    PartitionExpirer,
+    SchemaAttacher,
+)
+from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_NAME, STAGE_PREFIX
 from synclog.targets.staging import FileStageWriter, StageWriter, TaskStage
 from synclog.targets.tables import Column, ColumnType, TableSpec
@@ -48,13 +58,19 @@ __all__ = [
     "ConfigError",
     "Cutoffs",
     "FileFormat",
+    "FileLoader",
     "FileStageWriter",
+    "FrameLoader",
     "InputError",
     "Location",
     "Manifest",
+    "PartitionDropper",
+    "PartitionExpirer",
     "Relation",
     "Rows",
+    "SchemaAttacher",
     "Schemas",
+    "SqlClient",
     "SqlTarget",
     "StageWriter",
     "Staging",
@@ -80,6 +96,7 @@ __all__ = [
     "required_methods",
     "rows_batch",
     "spark_session",
+    "sql_statements",
     "write_batches",
     "write_frame",
 ]

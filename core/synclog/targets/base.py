@@ -124,7 +124,7 @@ class Target(ABC):
     @classmethod
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:
         """The methods this class must implement to hold `capabilities` (its layouts' calls)."""
-        return required_methods(capabilities, sql=False)
+        return required_methods(capabilities)
 
     @unimplemented
     def read_rows(

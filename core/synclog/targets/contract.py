@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from synclog.capabilities import Capabilities, Schemas, Staging
+from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -49,24 +49,13 @@ def unimplemented(method: _Method) -> _Method:
     return method
 
 
-def required_methods(capabilities: Capabilities, sql: bool) -> list[str]:
-    """The methods a target with `capabilities` must implement (`sql`: a `SqlTarget` subclass)."""
+def required_methods(capabilities: Capabilities) -> list[str]:
+    """The methods a target holding the layouts of `capabilities` must implement (a SQL target
+    adds those of the opt-in parts its capabilities need: `synclog.targets.sql_loaders`)."""
     needed: list[str] = []
     for layout in capabilities.layouts:
         needed += LAYOUT_METHODS.get(layout, WRITE_METHODS)
-    if sql:
-        needed.append("load_frame" if capabilities.staging is Staging.EXECUTORS else "load_files")
-        if capabilities.partition_drop:
-            needed.append("drop_partitions")
-        if capabilities.partition_expiry:
-            needed.append("expire_partitions")
-        if capabilities.schemas is Schemas.ATTACHED:
-            needed.append("ensure_schema")
     return list(dict.fromkeys(needed))
-
-
-RETENTION_HOOKS = ("drop_partitions", "expire_partitions")
-"""What only `SqlTarget.delete_expired` calls: a class with its own retention needs neither."""
 
 
 def missing_methods(cls: TargetClass, capabilities: Capabilities) -> list[str]:

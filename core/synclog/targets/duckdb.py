@@ -16,6 +16,7 @@ from synclog.naming import Relation
 from synclog.storage.manifest import Manifest
 from synclog.targets.base import TargetSettings, TargetType
 from synclog.targets.sql import SqlTarget
+from synclog.targets.sql_loaders import FileLoader
 from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
 
@@ -37,7 +38,7 @@ _OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
 """The file cannot be opened or is locked, the connection is gone, a transaction conflicts."""
 
 
-class DuckDBTarget(SqlTarget):
+class DuckDBTarget(SqlTarget, FileLoader):
     """A DuckDB database file (or `:memory:`)."""
 
     type_names: ClassVar[dict[ColumnType, str]] = {

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -42,9 +41,21 @@ from synclog.storage.files import published, read_frame, remove
 from synclog.storage.manifest import Manifest, StoredFile
 from synclog.storage.owners import owner
 from synclog.targets import export
+from synclog.targets import sql_statements as sql
 from synclog.targets.base import Cutoffs, Target
-from synclog.targets.contract import RETENTION_HOOKS, required_methods, unimplemented
+from synclog.targets.contract import required_methods
 from synclog.targets.rows import Rows
+from synclog.targets.sql_client import SqlClient
+from synclog.targets.sql_loaders import (
+    FileLoader,
+    FrameLoader,
+    PartitionDropper,
+    PartitionExpirer,
+    SchemaAttacher,
+    method_of,
+    needed_loaders,
+)
+from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
 from synclog.targets.staging import FileStageWriter, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.tables import Column, ColumnType, TableSpec
@@ -60,51 +71,29 @@ _VERSIONS_COLUMNS = (
 )
 """The columns of `VERSIONS_TABLE`, declared through `column_sql` like every other table's."""
 
-Statement = tuple[str, Sequence[Any]]
 
-
-class SqlTarget(Target):
-    """A warehouse spoken to in SQL. Subclasses give types, a connection and the bulk load."""
+class SqlTarget(SqlClient, Target):
+    """A warehouse spoken to in SQL. Subclasses give types, a connection (`SqlClient`) and the
+    opt-in parts their capabilities need (`synclog.targets.sql_loaders`: how a stage is filled,
+    partitions dropped or expired, schemas attached)."""
 
     type_names: ClassVar[Mapping[ColumnType, str]]
     """Physical types of every logical type but JSON (`capabilities.json_type`)."""
-    chunk_rows: ClassVar[int] = export.CHUNK_ROWS
-    """Rows per chunk when `result_batches` streams a result (a cursor's `fetchmany`, a page)."""
 
     @classmethod
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:
-        """Its layouts' calls and the load and retention steps its capabilities choose; a class
-        with its own `delete_expired` needs no retention hooks, one with its own `stage_writer`
-        (tasks fill the stage themselves) no `load_frame`."""
-        needed = required_methods(capabilities, sql=True)
-        if cls.delete_expired is not SqlTarget.delete_expired:
-            needed = [name for name in needed if name not in RETENTION_HOOKS]
-        if cls.stage_writer is not SqlTarget.stage_writer:
-            needed = [name for name in needed if name != "load_frame"]
-        return needed
+        """Its layouts' calls and the method of each opt-in part its capabilities need
+        (`needed_loaders`); a class with its own `delete_expired` needs no partition hooks, one
+        with its own `stage_writer` (tasks fill the stage themselves) no stage loader."""
+        own_writer = cls.stage_writer is not SqlTarget.stage_writer
+        own_retention = cls.delete_expired is not SqlTarget.delete_expired
+        parts = needed_loaders(capabilities, own_writer=own_writer, own_retention=own_retention)
+        return [*required_methods(capabilities), *(method_of(part) for part in parts)]
 
-    # -- the connection ----------------------------------------------------------------------
-
-    @abstractmethod
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; return the affected row count where the driver knows it."""
-
-    @abstractmethod
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a query and return all its (small) result rows."""
-
-    @abstractmethod
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Everything inside commits together or not at all."""
-
-    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """A query's result in record batches: `schema`'s columns, in order (for read-backs).
-
-        Columns are matched by position and cast to `schema`'s types by the caller. This
-        default holds the whole result (`query`); targets stream it in chunks.
-        """
-        yield from self.query(sql, params).to_batches()
+    def _lacks(self, part: type) -> ConfigError:
+        """The error of a target that is not the opt-in `part` its capabilities call for (the
+        registry refuses such a class; this catches one opened without it)."""
+        return ConfigError(f"{type(self).__name__} is no {part.__name__}, which its capabilities need")
 
     # -- types and DDL -----------------------------------------------------------------------
 
@@ -124,12 +113,11 @@ class SqlTarget(Target):
 
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
         """CREATE TABLE for a framework table (targets override to add partitioning)."""
-        columns = ", ".join(self.column_sql(c) for c in table.columns)
-        return f"CREATE TABLE IF NOT EXISTS {relation.render()} ({columns})"
+        return sql.create_table(relation.render(), [self.column_sql(c) for c in table.columns])
 
     def create_schema_sql(self, relation: Relation) -> str:
         """CREATE SCHEMA for the schema `relation` lives in."""
-        return f"CREATE SCHEMA IF NOT EXISTS {relation.schema_relation()}"
+        return sql.create_schema(relation.schema_relation())
 
     def view_sql(self, view: Relation, relation: Relation, table: TableSpec) -> str:
         """The public view over a framework table: CREATE OR REPLACE VIEW, or CREATE VIEW where
@@ -138,12 +126,11 @@ class SqlTarget(Target):
         Where schemas are attached databases (`Schemas.ATTACHED`) the view's body names its table
         without the schema: an attached database resolves a view's names in its own file.
         """
-        columns = ", ".join(self.quote(c) for c in table.column_names())
+        columns = [self.quote(c) for c in table.column_names()]
         source = (
             relation.render() if self.capabilities.schemas is Schemas.CREATE else self.quote(relation.name)
         )
-        create = "CREATE OR REPLACE VIEW" if self.capabilities.replace_view else "CREATE VIEW"
-        return f"{create} {view.render()} AS SELECT {columns} FROM {source}"
+        return sql.create_view(view.render(), columns, source, self.capabilities.replace_view)
 
     def ensure_view(self, view: Relation, relation: Relation, table: TableSpec) -> None:
         """Create or replace the public view over a framework table.
@@ -155,7 +142,7 @@ class SqlTarget(Target):
         if self.capabilities.replace_view:
             self.execute(create)
             return
-        drop = f"DROP VIEW IF EXISTS {view.render()}"
+        drop = sql.drop_view(view.render())
         if self.capabilities.transactional_ddl:
             with self.transaction():
                 self.execute(drop)
@@ -169,16 +156,19 @@ class SqlTarget(Target):
         self.execute(drop)
         self.execute(create)
 
-    @unimplemented
     def ensure_schema(self, relation: Relation) -> None:
         """Make the schema `relation` lives in exist: CREATE SCHEMA IF NOT EXISTS (`Schemas.CREATE`).
 
-        A target whose warehouse has no CREATE SCHEMA (`Schemas.ATTACHED`) overrides this to make
-        the schema reachable its own way (SQLite attaches a database file under the schema's name).
+        Where the warehouse has no CREATE SCHEMA (`Schemas.ATTACHED`) the target is a
+        `SchemaAttacher` and makes the schema reachable its own way (`attach_schema`: SQLite
+        attaches a database file under the schema's name).
         """
-        if self.capabilities.schemas is not Schemas.CREATE:
-            raise NotImplementedError(f"{type(self).__name__} declares schemas={self.capabilities.schemas}")
-        self.execute(self.create_schema_sql(relation))
+        if self.capabilities.schemas is Schemas.CREATE:
+            self.execute(self.create_schema_sql(relation))
+        elif isinstance(self, SchemaAttacher):
+            self.attach_schema(relation)
+        else:
+            raise self._lacks(SchemaAttacher)
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
         """The relation's column names in order, or None when it does not exist.
@@ -186,12 +176,7 @@ class SqlTarget(Target):
         The table introspection hook: this default reads `information_schema.columns`; a
         warehouse without it overrides this (SQLite: `PRAGMA table_info`).
         """
-        rows = self.fetch(
-            "SELECT column_name FROM information_schema.columns "
-            f"WHERE table_schema = {self.placeholder} AND table_name = {self.placeholder} "
-            "ORDER BY ordinal_position",
-            [relation.parts[-2], relation.parts[-1]],
-        )
+        rows = self.fetch(sql.table_columns(self.placeholder), [relation.parts[-2], relation.parts[-1]])
         return [r[0] for r in rows] or None
 
     def ensure(self, tables: Sequence[TableSpec]) -> None:
@@ -208,7 +193,7 @@ class SqlTarget(Target):
                 folded = {name.lower() for name in existing}
                 missing = [c for c in table.columns if c.name.lower() not in folded]
                 for column in missing:
-                    self.execute(f"ALTER TABLE {relation.render()} ADD COLUMN {self.column_sql(column)}")
+                    self.execute(sql.add_column(relation.render(), self.column_sql(column)))
                 if missing:
                     self._record_version(versions, table, missing)
             if table.view and self.capabilities.views:
@@ -232,31 +217,25 @@ class SqlTarget(Target):
         """The staging tables in the schema of `relation`, each with when it was created (None
         where the warehouse does not say). This default reads `information_schema.tables`; a
         target whose stages end with its session may answer none."""
-        catalog = f"{relation.quoted(relation.parts[0])}." if len(relation.parts) == 3 else ""
+        catalog = relation.quoted(relation.parts[0]) if len(relation.parts) == 3 else ""
         rows = self.fetch(
-            f"SELECT table_name FROM {catalog}information_schema.tables "
-            f"WHERE table_schema = {self.placeholder} AND table_name LIKE {self.placeholder}",
+            sql.tables_like(self.placeholder, catalog),
             [relation.parts[-2], self.capabilities.casefold.apply(STAGE_PREFIX) + "%"],
         )
         return [(relation.with_name(name), None) for (name,) in rows]
 
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
-        columns = ", ".join(self.column_sql(c) for c in _VERSIONS_COLUMNS)
-        self.execute(f"CREATE TABLE IF NOT EXISTS {versions.render()} ({columns})")
+        self.execute(sql.create_table(versions.render(), [self.column_sql(c) for c in _VERSIONS_COLUMNS]))
         return versions
 
     def _record_version(self, versions: Relation, table: TableSpec, added: Sequence[Column]) -> None:
         p = self.placeholder
         name = self.capabilities.casefold.apply(table.name)
-        rows = self.fetch(
-            f"SELECT MAX({self.quote('version')}) FROM {versions.render()} "
-            f"WHERE {self.quote('table_name')} = {p}",
-            [name],
-        )
-        version = (rows[0][0] or 0) + 1
+        latest = sql.max_where_equal(versions.render(), self.quote("version"), self.quote("table_name"), p)
+        version = (self.fetch(latest, [name])[0][0] or 0) + 1
         self.execute(
-            f"INSERT INTO {versions.render()} VALUES ({p}, {p}, {p}, {p})",
+            sql.insert_values(versions.render(), len(_VERSIONS_COLUMNS), p),
             [name, version, ",".join(c.name for c in added), datetime.now(UTC)],
         )
 
@@ -313,6 +292,8 @@ class SqlTarget(Target):
     def _fill(self, stage: Relation, table: TableSpec, rows: Rows) -> int:
         writer = self.stage_writer(stage, table)
         if writer is None:
+            if not isinstance(self, FrameLoader):
+                raise self._lacks(FrameLoader)
             return self.load_frame(stage, table, rows.frame())
         local = rows.local_table
         try:
@@ -342,8 +323,10 @@ class SqlTarget(Target):
         """
         writer = self.stage_writer(stage, table)
         if not isinstance(writer, FileStageWriter):
-            raise NotImplementedError(f"{type(self).__name__} has a stage_writer but no load_staged")
+            raise ConfigError(f"{type(self).__name__} has a stage_writer but no load_staged")
         manifest = writer.manifest(reports)
+        if not isinstance(self, FileLoader):
+            raise self._lacks(FileLoader)
         return self.load_files(stage, table, manifest) if manifest.files else 0
 
     def raise_stage_failure(self, failure: Exception, table: TableSpec) -> None:
@@ -361,26 +344,16 @@ class SqlTarget(Target):
 
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
         """Create the empty staging relation of a load of `table`."""
-        columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
-        self.execute(f"CREATE TABLE {stage.render()} ({columns})")
+        columns = [f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns]
+        self.execute(sql.create_table(stage.render(), columns, if_not_exists=False))
 
     def stage_schema(self, table: TableSpec) -> pa.Schema:
         """The Arrow schema of the files staged for `table` (`Staging.FILES`)."""
         return table.arrow_schema()
 
-    @unimplemented
-    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
-        """Fill `stage` from the staged files of `manifest` in bulk; return the rows loaded."""
-        raise NotImplementedError(f"{type(self).__name__} stages files but has no load_files")
-
-    @unimplemented
-    def load_frame(self, stage: Relation, table: TableSpec, frame: DataFrame) -> int:
-        """Fill `stage` from the executors in bulk; return the rows loaded (`Staging.EXECUTORS`)."""
-        raise NotImplementedError(f"{type(self).__name__} loads from the executors but has no load_frame")
-
     def drop_stage(self, stage: Relation) -> None:
         """Drop the staging relation (it may not exist: the load failed before creating it)."""
-        self.execute(f"DROP TABLE IF EXISTS {stage.render()}")
+        self.execute(sql.drop_table(stage.render()))
 
     def staged_value_sql(self, column: Column) -> str:
         """How a staged column becomes the stored value (a JSON parse where the stage holds text)."""
@@ -392,25 +365,26 @@ class SqlTarget(Target):
 
     def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
         """DELETE the rows of `target` whose `key` columns match a row of `staged`."""
-        cols = ", ".join(self.quote(k) for k in key)
-        return f"DELETE FROM {target} WHERE ({cols}) IN (SELECT DISTINCT {cols} FROM {staged})"
+        return sql.delete_matching_keys(target, staged, [self.quote(k) for k in key])
 
     def swap_statements(
         self, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
     ) -> list[Statement]:
         """The statements that replace, atomically, what the staged rows replace."""
         target, staged = relation.render(), stage.render()
-        columns = ", ".join(self.quote(c) for c in table.column_names())
-        values = ", ".join(self.staged_value_sql(c) for c in table.columns)
-        p = self.placeholder
         if self.capabilities.transactions:
             if scope:
-                where = " AND ".join(f"{self.quote(name)} = {p}" for name in scope)
-                delete: Statement = (f"DELETE FROM {target} WHERE {where}", list(scope.values()))
+                where = [self.quote(name) for name in scope]
+                delete: Statement = (
+                    sql.delete_where_equal(target, where, self.placeholder),
+                    list(scope.values()),
+                )
             else:
                 delete = (self.delete_keys_sql(target, staged, table.replace_key), ())
             lock = self.lock_statement(relation)
-            insert = (f"INSERT INTO {target} ({columns}) SELECT {values} FROM {staged}", ())
+            columns = [self.quote(c) for c in table.column_names()]
+            values = [self.staged_value_sql(c) for c in table.columns]
+            insert = (sql.insert_select(target, columns, values, staged), ())
             return [*([lock] if lock else []), delete, insert]
         if self.capabilities.merge:
             return [self._merge(table, target, staged, scope)]
@@ -422,41 +396,34 @@ class SqlTarget(Target):
         """One MERGE: the staged rows are inserted; a marker row per replaced key deletes the old rows."""
         keys = list(scope) if scope else list(table.replace_key)
         quoted = {c.name: self.quote(c.name) for c in table.columns}
-        mark = self.quote(_DELETE_MARK)
-        rows = ", ".join(f"{self.staged_value_sql(c)} AS {quoted[c.name]}" for c in table.columns)
         types = {c.name: c.type for c in table.columns}
+        key = [quoted[k] for k in keys]
         if scope:
             params: list[Any] = list(scope.values())
-            marker_values = [f"{self.cast_sql(self.placeholder, types[k])} AS {quoted[k]}" for k in keys]
-            markers = f"SELECT {', '.join(marker_values)}"
+            markers = sql.select_values([self.cast_sql(self.placeholder, types[k]) for k in keys], key)
         else:
             params = []
-            markers = f"SELECT DISTINCT {', '.join(quoted[k] for k in keys)} FROM {staged}"
-        nulls = ", ".join(
-            quoted[c.name]
-            if c.name in keys
-            else f"{self.cast_sql('NULL', types[c.name])} AS {quoted[c.name]}"
+            markers = sql.distinct_keys(staged, key)
+        marker_values = [
+            quoted[c.name] if c.name in keys else f"{self.cast_sql('NULL', c.type)} AS {quoted[c.name]}"
             for c in table.columns
+        ]
+        values = [self.staged_value_sql(c) for c in table.columns]
+        merge = sql.merge_replacing(
+            target,
+            staged,
+            list(quoted.values()),
+            values,
+            markers,
+            marker_values,
+            key,
+            self.quote(_DELETE_MARK),
         )
-        source = (
-            f"SELECT {rows}, FALSE AS {mark} FROM {staged} "
-            f"UNION ALL SELECT {nulls}, TRUE AS {mark} FROM ({markers}) AS m"
-        )
-        on = " AND ".join(f"t.{quoted[k]} = s.{quoted[k]}" for k in keys)
-        columns = ", ".join(quoted.values())
-        inserted = ", ".join(f"s.{q}" for q in quoted.values())
-        sql = (
-            f"MERGE INTO {target} AS t USING ({source}) AS s ON {on} AND s.{mark} "
-            f"WHEN MATCHED THEN DELETE "
-            f"WHEN NOT MATCHED AND NOT s.{mark} THEN INSERT ({columns}) VALUES ({inserted})"
-        )
-        return sql, params
+        return merge, params
 
     def run_swap(self, statements: Sequence[Statement]) -> None:
         """Run the swap's statements so that they commit together."""
-        with self.transaction():
-            for sql, params in statements:
-                self.execute(sql, params)
+        self.run_together(statements)
 
     # -- read-back ---------------------------------------------------------------------------
 
@@ -468,11 +435,11 @@ class SqlTarget(Target):
             yield None
             return
         present = {name.lower() for name in existing}
-        picked = ", ".join(self._read_column(c, c.name.lower() in present) for c in table.columns)
-        sql = f"SELECT {picked} FROM {relation.render()} WHERE {self.quote('sync_id')} = {self.placeholder}"
+        picked = [self._read_column(c, c.name.lower() in present) for c in table.columns]
+        query = sql.select_where_equal(relation.render(), picked, self.quote("sync_id"), self.placeholder)
         folder = f"exports/{owner()}/{uuid.uuid4().hex}"
         try:
-            manifest = self.export(sql, [sync_id], table.arrow_schema(), folder)
+            manifest = self.export(query, [sync_id], table.arrow_schema(), folder)
             yield read_frame(spark, manifest, table.spark_schema())
         finally:
             remove(self.storage, folder)
@@ -522,23 +489,15 @@ class SqlTarget(Target):
         oldest = min((cutoffs.default, *cutoffs.per_sync.values()))
         removed = 0
         if self.capabilities.partition_drop:
+            if not isinstance(self, PartitionDropper):
+                raise self._lacks(PartitionDropper)
             removed += self.drop_partitions(spec, relation, oldest)
         if self.capabilities.partition_expiry and cutoffs.now is not None:
+            if not isinstance(self, PartitionExpirer):
+                raise self._lacks(PartitionExpirer)
             self.expire_partitions(spec, relation, math.ceil((cutoffs.now - oldest) / timedelta(days=1)))
         dropped = oldest if self.capabilities.partition_drop else None
         return removed + self._delete_expired_rows(spec, relation, cutoffs, dropped)
-
-    @unimplemented
-    def drop_partitions(self, table: TableSpec, relation: Relation, before: datetime) -> int:
-        """Drop the day partitions that end before `before`; return the rows they held."""
-        raise NotImplementedError(f"{type(self).__name__} declares partition_drop but has no drop_partitions")
-
-    @unimplemented
-    def expire_partitions(self, table: TableSpec, relation: Relation, days: int) -> None:
-        """Let day partitions older than `days` expire by themselves."""
-        raise NotImplementedError(
-            f"{type(self).__name__} declares partition_expiry but has no expire_partitions"
-        )
 
     def _delete_expired_rows(
         self, table: TableSpec, relation: Relation, cutoffs: Cutoffs, dropped: datetime | None
@@ -548,24 +507,15 @@ class SqlTarget(Target):
         p = self.placeholder
         time, sync = self.quote(table.time_column), self.quote("sync_id")
         overridden = list(cutoffs.per_sync)
-        exempt = f" AND {sync} NOT IN ({', '.join([p] * len(overridden))})" if overridden else ""
         statements: list[Statement] = []
         if dropped is None or cutoffs.default > dropped:
-            statements.append(
-                (
-                    f"DELETE FROM {relation.render()} WHERE {time} < {p}{exempt}",
-                    [cutoffs.default, *overridden],
-                )
-            )
+            delete = sql.delete_before(relation.render(), time, p, sync, exempt=len(overridden))
+            statements.append((delete, [cutoffs.default, *overridden]))
         for sync_id, cutoff in cutoffs.per_sync.items():
             if dropped is None or cutoff > dropped:
                 statements.append(
-                    (
-                        f"DELETE FROM {relation.render()} WHERE {sync} = {p} AND {time} < {p}",
-                        [sync_id, cutoff],
-                    )
+                    (sql.delete_sync_before(relation.render(), sync, time, p), [sync_id, cutoff])
                 )
         if not statements:
             return 0
-        with self.transaction():
-            return sum(self.execute(sql, params) for sql, params in statements)
+        return self.run_together(statements)

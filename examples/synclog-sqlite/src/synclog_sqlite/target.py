@@ -3,7 +3,7 @@ writes (census, hightouch_audit) is a file next to it, `logs.census.sqlite`, att
 schema's name, so tables are named `census.sync_log` as everywhere else.
 
 What SQLite lacks, its capabilities say, and the core adapts: no CREATE SCHEMA
-(`Schemas.ATTACHED`: the core calls `ensure_schema`, which attaches the schema's file), no CREATE
+(`Schemas.ATTACHED`: the core calls `attach_schema`, which attaches the schema's file), no CREATE
 OR REPLACE VIEW (`replace_view=False`), no JSON type (JSON is stored as TEXT), no QUALIFY, and a
 CAST that follows type affinity (`read_casts=False`: read-backs take stored values as they are).
 Timestamps are stored as ISO-8601 text in UTC with microseconds, `2026-03-01 08:00:00.000000+00:00`,
@@ -51,7 +51,7 @@ _OUTAGES = (
 Anything else (SQL SQLite rejects) is a bug and passes through as it is."""
 
 
-class SqliteTarget(api.SqlTarget):
+class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
     """A SQLite database file (or `sqlite:///:memory:`), with a file per schema."""
 
     placeholder: ClassVar[str] = "?"
@@ -138,7 +138,7 @@ class SqliteTarget(api.SqlTarget):
             file = str(Path(self.path).parent / file)
         self.execute(f"ATTACH DATABASE ? AS {self.quote(schema)}", [file])
 
-    def ensure_schema(self, relation: api.Relation) -> None:
+    def attach_schema(self, relation: api.Relation) -> None:
         """Attach the schema's file under its name (creating it), and remember it in the main file."""
         schema = relation.parts[-2]
         if schema in self._attached():

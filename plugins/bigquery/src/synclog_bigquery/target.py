@@ -27,7 +27,9 @@ from synclog.plugin_api import (
     Column,
     ColumnType,
     ConfigError,
+    FileLoader,
     Manifest,
+    PartitionExpirer,
     Relation,
     SqlTarget,
     Statement,
@@ -52,7 +54,7 @@ _CONCURRENT_UPDATE = "concurrent update"
 """BigQuery aborts one of two transactions that change the same table at once (a BadRequest)."""
 
 
-class BigQueryTarget(SqlTarget):
+class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
     """Log tables in BigQuery datasets (`census`, `hightouch_audit`) of one project."""
 
     type_names: ClassVar[dict[ColumnType, str]] = {

@@ -28,6 +28,7 @@ from synclog.plugin_api import (
     ColumnType,
     ConfigError,
     Cutoffs,
+    FrameLoader,
     Manifest,
     Relation,
     Statement,
@@ -70,7 +71,7 @@ def session_format(spark: SparkSession) -> str:
     return "delta" if default == "delta" or "DeltaSparkSessionExtension" in extensions else "parquet"
 
 
-class SparkTarget(DatabricksTarget):
+class SparkTarget(DatabricksTarget, FrameLoader):
     """Delta tables in a catalog of the Spark session; one MERGE per swap."""
 
     def __init__(

@@ -27,6 +27,7 @@ from databricks.sql.exc import OperationalError
 from synclog.plugin_api import (
     Capabilities,
     ConfigError,
+    FileLoader,
     Manifest,
     Relation,
     TableSpec,
@@ -53,7 +54,7 @@ connector's RequestError and its kin): the write waits for `flush`. ServerOperat
 warehouse refused a statement) is not among them."""
 
 
-class WarehouseTarget(DatabricksTarget):
+class WarehouseTarget(DatabricksTarget, FileLoader):
     """Delta tables written through a SQL warehouse."""
 
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:

@@ -13,6 +13,7 @@ from synclog.plugin_api import (
     Capabilities,
     ColumnType,
     InputError,
+    PartitionDropper,
     Relation,
     SqlTarget,
     Statement,
@@ -33,7 +34,7 @@ _DDL_LOCK_CLASS = orphans.LOCK_CLASS + 1
 """The advisory lock (class, 0) that DDL of synclog's takes turns under, apart from stage locks."""
 
 
-class PostgresTarget(SqlTarget):
+class PostgresTarget(SqlTarget, PartitionDropper):
     """A PostgreSQL database; tables with a time column are partitioned by UTC day."""
 
     placeholder: ClassVar[str] = "%s"

@@ -15,6 +15,7 @@ from synclog.plugin_api import (
     Capabilities,
     ColumnType,
     ConfigError,
+    FileLoader,
     Location,
     Manifest,
     Relation,
@@ -43,7 +44,7 @@ class TemporaryTable(Relation):
         return (self.casefold.apply(self.name),)
 
 
-class RedshiftTarget(SqlTarget):
+class RedshiftTarget(SqlTarget, FileLoader):
     """A Redshift database; staging and read-backs go through `storage` on S3."""
 
     placeholder: ClassVar[str] = "%s"

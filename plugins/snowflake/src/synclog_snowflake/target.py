@@ -16,6 +16,7 @@ from snowflake.connector import errors
 from synclog.plugin_api import (
     Capabilities,
     ColumnType,
+    FileLoader,
     Manifest,
     Relation,
     SqlTarget,
@@ -63,7 +64,7 @@ DatabaseError after connecting ("Connection is closed": this target closed it).
 """
 
 
-class SnowflakeTarget(SqlTarget):
+class SnowflakeTarget(SqlTarget, FileLoader):
     """A Snowflake database (CENSUS by default) reached with `snowflake-connector-python`."""
 
     placeholder: ClassVar[str] = "?"
