@@ -40,7 +40,7 @@ test: $(STAMP) $(DBT_STAMP)  ## set up what the suite needs (Java, PostgreSQL, d
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -m "not dbt_all"
+	$(BIN)/python -m pytest -m "not dbt_all" --ignore=examples/synclog-sqlite/tests  # that one runs from its wheels, in tests/test_dist.py
 
 docs: $(STAMP)  ## write the generated reference pages, then serve the docs site on http://127.0.0.1:8001/
 	$(BIN)/python -m synclog.docs_gen
@@ -64,9 +64,10 @@ scale: $(STAMP)  ## bytes of row data through the driver: a 1M-record write_run 
 $(BUILD_VENV)/bin/python:
 	$(PYTHON) -m venv $(BUILD_VENV)
 
-dist: $(if $(filter $(BUILD_VENV)/bin/python,$(BUILD_PYTHON)),$(BUILD_VENV)/bin/python)  ## wheels of the core, the test kit, every plugin and the examples, into $(DIST)/ (pip wheel, each in an isolated build env; no dev install)
-	rm -rf $(DIST)
-	$(BUILD_PYTHON) -m pip wheel -q --no-deps --wheel-dir $(DIST) $(foreach p,. testing $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
+dist: $(if $(filter $(BUILD_VENV)/bin/python,$(BUILD_PYTHON)),$(BUILD_VENV)/bin/python)  ## wheels of the core, the test kit, every plugin and the examples, into $(DIST)/ (pip wheel with setuptools in $(BUILD_PYTHON); no dev install)
+	rm -rf $(DIST) $(foreach p,. testing $(PLUGINS) $(EXAMPLES),./$(p)/build/lib ./$(p)/build/bdist.*)  # no file of an earlier build in a wheel
+	$(BUILD_PYTHON) -m pip install -q "setuptools>=77"
+	$(BUILD_PYTHON) -m pip wheel -q --no-deps --no-build-isolation --wheel-dir $(DIST) $(foreach p,. testing $(PLUGINS) $(EXAMPLES),./$(p)) >/dev/null
 	@ls $(DIST)
 
 lint: $(STAMP)
