@@ -13,7 +13,7 @@ checked against a write without a fault.
     python bench/faults.py --targets snowflake,bigquery --cloud-trials 4 --concurrent ''
 
 `--until HH:MM` (UTC) stops starting trials at that time and reports the N actually run.
-Every trial is written to bench/faults.jsonl as it ends; FAULTS.md is rewritten after each target
+Every trial is written to bench/FAULTS.jsonl as it ends; FAULTS.md is rewritten after each target
 (`--report PATH`: that file instead, its trials in PATH with the suffix .jsonl).
 """
 
