@@ -31,6 +31,7 @@ $(DBT_STAMP): dbt/requirements.txt
 dbt-install: $(DBT_STAMP)  ## create .venv-dbt: dbt and an adapter per warehouse, for the dbt package's tests (dbt/)
 
 demo: $(STAMP)  ## simulate ten days of syncs into synclog-demo.duckdb and answer the seeds' questions
+	rm -f synclog-demo.duckdb  # every demo is a fresh ten days up to now: its runs would be older than the last demo's
 	$(BIN)/synclog demo
 
 test: $(STAMP) $(DBT_STAMP)  ## set up what the suite needs (Java, PostgreSQL, dbt) and run all of it
