@@ -14,7 +14,9 @@ checked against a write without a fault.
 
 `--until HH:MM` (UTC) stops starting trials at that time and reports the N actually run.
 Every trial is written to bench/FAULTS.jsonl as it ends; FAULTS.md is rewritten after each target
-(`--report PATH`: that file instead, its trials in PATH with the suffix .jsonl).
+(`--report PATH`: that file instead, its trials in PATH with the suffix .jsonl). `--add` keeps
+the report's earlier runs and adds this one below them (a run of some targets beside an earlier
+run of the others).
 """
 
 from __future__ import annotations
@@ -187,10 +189,13 @@ def write_report(
     args: argparse.Namespace,
     started: datetime,
     concurrent: list[ConcurrencyResult],
+    earlier: str = "",
 ) -> None:
+    """Rewrite `report`: the `earlier` runs' text (if any), then this run's."""
     failing = [o for outcomes in results.values() for o in outcomes if not o.ok]
     command = "python bench/faults.py " + " ".join(sys.argv[1:])
-    text = f"""# Injected faults (bench/faults.py)
+    heading = f"## Run of {started:%Y-%m-%d %H:%M} UTC" if earlier else "# Injected faults (bench/faults.py)"
+    text = f"""{heading}
 
 Run {started:%Y-%m-%d %H:%M} UTC on {platform.node()} ({platform.machine()}, Python
 {platform.python_version()}), with `{command.strip()}`; {args.count} records in {args.batches}
@@ -211,7 +216,7 @@ Trials failing a check: {len(failing)}.
 """
     for outcome in failing[:20]:
         text += f"\n- {json.dumps(outcome_row(outcome), default=str)[:600]}"
-    report.write_text(text + "\n\n" + concurrency(concurrent) + "\n")
+    report.write_text(earlier + text + "\n\n" + concurrency(concurrent) + "\n")
 
 
 def main() -> None:
@@ -244,6 +249,9 @@ def main() -> None:
     parser.add_argument(
         "--report", type=Path, default=REPORT, help="the report to write (default: FAULTS.md)"
     )
+    parser.add_argument(
+        "--add", action="store_true", help="keep the report's earlier runs; add this run below them"
+    )
     args = parser.parse_args()
     names = [n for n in args.targets.split(",") if n]
     unknown = sorted(set(names) - set(TARGETS))
@@ -254,6 +262,7 @@ def main() -> None:
     until = deadline(args.until)
     layouts = tuple(args.layouts.split(",")) if args.layouts else None
     started = datetime.now(UTC)
+    earlier = args.report.read_text().rstrip() + "\n\n" if args.add and args.report.exists() else ""
     results: dict[str, list[Outcome]] = {}
     concurrent: list[ConcurrencyResult] = []
     with (
@@ -294,7 +303,7 @@ def main() -> None:
                     scenario.close()
                 print(outcome, flush=True)
                 concurrent.append(outcome)
-                write_report(args.report, results, args, started, concurrent)
+                write_report(args.report, results, args, started, concurrent, earlier)
             for index, name in enumerate(names):
                 trials = {"lake": args.lake_trials, **dict.fromkeys(CLOUDS, args.cloud_trials)}.get(
                     name, args.trials
@@ -305,7 +314,7 @@ def main() -> None:
                     scenario = scenario_of(name, stack, layouts)
                     only = tuple(filter(None, args.faults.split(",")))
                     results[name] = run_target(scenario, workers, trials, share, args.seed, log, only)
-                write_report(args.report, results, args, started, concurrent)
+                write_report(args.report, results, args, started, concurrent, earlier)
         finally:
             workers.close()
     print(args.report.read_text())
