@@ -1,5 +1,6 @@
-"""Fixtures of the browser tests (`synclog serve`'s pages, the docs site): headless Chromium and
-where its screenshots go."""
+"""Shared fixtures: one small demo (read by the command-line and the Hightouch-layout tests), and
+for the browser tests (`synclog serve`'s pages, the docs site) headless Chromium and where its
+screenshots go."""
 
 from __future__ import annotations
 
@@ -10,6 +11,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
+
+from synclog.cli.main import main
+
+DEMO_SCALE = 0.02
+"""The shared demo's `--scale`: its five syncs' runs, a few hundred records in all."""
+
+
+@pytest.fixture(scope="session")
+def demo_folder(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> Path:
+    """`synclog demo` at DEMO_SCALE into `demo.duckdb` here, its inputs in `inputs/`, its storage
+    in `storage/`. Tests only read it, or write what leaves it as it was (a replayed run)."""
+    folder = tmp_path_factory.mktemp("demo")
+    config = folder / "synclog.toml"
+    config.write_text(f'storage = "{folder / "storage"}"\n', encoding="utf-8")
+    target = f"duckdb:///{folder / 'demo.duckdb'}"
+    args = ["demo", "--scale", str(DEMO_SCALE), "--target", target, "--emit-inputs", str(folder / "inputs")]
+    assert main(["--config", str(config), *args]) == 0
+    return folder
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from pyspark.sql import SparkSession
 
 from synclog.cli.main import describe, main
 from synclog.retention import cutoff
@@ -29,16 +28,10 @@ def seed(sql: str) -> str:
     return sql
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> Path:
-    """One small demo run, shared by the tests of this module."""
-    folder = tmp_path_factory.mktemp("demo")
-    db = folder / "demo.duckdb"
-    code = main(
-        ["demo", "--scale", "0.02", "--target", f"duckdb:///{db}", "--emit-inputs", str(folder / "inputs")]
-    )
-    assert code == 0
-    return folder
+@pytest.fixture
+def demo(demo_folder: Path) -> Path:
+    """The session's small demo (conftest's `demo_folder`)."""
+    return demo_folder
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog.cli.demo import demo_config
-from synclog.cli.main import main
 from synclog.config import Config
 from synclog.demo.simulator import history, records
 from synclog.errors import InputError
@@ -27,6 +26,7 @@ from synclog.writer import SyncLog
 from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 SCALE = 0.02
+"""The scale of the shared demo (conftest's `DEMO_SCALE`), which the expectations replay."""
 RETENTION_DAYS = 7
 
 
@@ -87,12 +87,9 @@ class Demo:
 
 
 @pytest.fixture(scope="module")
-def demo(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    folder = tmp_path_factory.mktemp("demo")
-    url = f"duckdb:///{folder / 'demo.duckdb'}"
-    config = folder / "synclog.toml"
-    config.write_text(f'storage = "{folder / "storage"}"\n', encoding="utf-8")
-    assert main(["--config", str(config), "demo", "--target", url, "--scale", str(SCALE)]) == 0
+def demo(spark: SparkSession, demo_folder: Path) -> Demo:
+    """The session's small demo (conftest's `demo_folder`), and what it should hold."""
+    url = f"duckdb:///{demo_folder / 'demo.duckdb'}"
     with registry().open(TargetURL.parse(url)) as target:
         now = _demo_now(target)
     return Demo(url, now, expected(spark, now))
