@@ -1,7 +1,8 @@
 """Injected faults, counted: `python bench/faults.py` rewrites bench/FAULTS.md.
 
 For each target (DuckDB, PostgreSQL, the lake on moto S3, and the cloud warehouses on their
-stand-ins: Snowflake, Redshift, BigQuery, the Databricks SQL warehouse) it runs N trials of
+stand-ins: Snowflake, Redshift, BigQuery, the Databricks SQL warehouse, and Databricks in the
+cluster, through a Spark Connect server, with writers of its own) it runs N trials of
 `integration/harness/faults.py`: a writer process (Spark and all) is killed with SIGKILL at a
 named point of the write path or at a random time, or its connection to the target is cut
 mid-write, or the target is unreachable for the whole write; then another writer flushes and,
@@ -42,6 +43,7 @@ sys.path.insert(0, str(HERE.parent / "integration"))
 
 from harness.cloud_faults import (  # noqa: E402
     BigQueryScenario,
+    DatabricksClusterScenario,
     DatabricksWarehouseScenario,
     RedshiftScenario,
     SnowflakeScenario,
@@ -61,7 +63,7 @@ from harness.postgres_server import postgres_server  # noqa: E402
 from harness.s3_server import s3_server  # noqa: E402
 
 REPORT = HERE / "FAULTS.md"
-CLOUDS = ("snowflake", "redshift", "bigquery", "databricks")
+CLOUDS = ("snowflake", "redshift", "bigquery", "databricks", "databricks-cluster")
 """Targets on the stand-ins of cloud warehouses (`harness.cloud_faults`)."""
 TARGETS = ("duckdb", "postgres", "lake", *CLOUDS)
 
@@ -131,9 +133,10 @@ def points(results: dict[str, list[Outcome]]) -> str:
     for target, outcomes in results.items():
         struck = Counter(o.where.split(" #")[0] for o in outcomes if o.fault == "kill@point" and o.landed)
         endings = Counter(o.writer.split(":")[0] for o in outcomes if not o.fault.startswith("kill"))
+        ended = f"; cut/outage writers ended: {', '.join(f'{e}: {n}' for e, n in sorted(endings.items()))}"
         lines.append(
-            f"| {target} | {', '.join(f'{p}: {n}' for p, n in sorted(struck.items()))}; "
-            f"cut/outage writers ended: {', '.join(f'{e}: {n}' for e, n in sorted(endings.items()))} |"
+            f"| {target} | {', '.join(f'{p}: {n}' for p, n in sorted(struck.items()))}"
+            f"{ended if endings else ''} |"
         )
     return "\n".join(lines)
 
@@ -312,8 +315,15 @@ def main() -> None:
                 share = None if until is None else time.time() + (until - time.time()) / (len(names) - index)
                 with contextlib.ExitStack() as stack:  # a cloud's stand-in runs for its trials only
                     scenario = scenario_of(name, stack, layouts)
+                    own = (
+                        Workers(root / "logs" / name, env={**s3.environment, **scenario.worker_env})
+                        if scenario.worker_env
+                        else None
+                    )
+                    if own is not None:
+                        stack.callback(own.close)
                     only = tuple(filter(None, args.faults.split(",")))
-                    results[name] = run_target(scenario, workers, trials, share, args.seed, log, only)
+                    results[name] = run_target(scenario, own or workers, trials, share, args.seed, log, only)
                 write_report(args.report, results, args, started, concurrent, earlier)
         finally:
             workers.close()
@@ -344,6 +354,14 @@ def cloud_scenario(
         bq = stack.enter_context(local_bigquery_server())
         gcs = stack.enter_context(gcs_server(bq.gcs_root, bucket=bucket))
         return BigQueryScenario(root, bq.endpoint, gcs.endpoint_url, bucket)
+    if name == "databricks-cluster":
+        from harness.spark_catalogs import unity_catalog_confs
+        from harness.spark_cluster import spark_connect_server
+
+        warehouse = root / "warehouse"
+        conf = {**unity_catalog_confs(["census"]), "spark.sql.warehouse.dir": str(warehouse)}
+        server = stack.enter_context(spark_connect_server(conf=conf))
+        return DatabricksClusterScenario(root, server.remote, warehouse)
     from harness.databricks_sql_server import databricks_sql_server
 
     dbx = stack.enter_context(databricks_sql_server(["census"], parent_dir=root, environment=s3.environment))

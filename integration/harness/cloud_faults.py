@@ -313,3 +313,76 @@ class DatabricksWarehouseScenario(ObjectStorage):
         with self._cursor() as cursor:
             cursor.execute(f"DROP SCHEMA IF EXISTS `{self.catalog}`.`{self._schema(target)}` CASCADE")
         super().discard(target)
+
+
+# -- Databricks (in the cluster) -----------------------------------------------------------------
+
+
+class DatabricksClusterScenario(Scenario):
+    """`databricks+spark://census` on a Spark Connect server standing in for the cluster, its
+    catalog `census` an alias of the session catalog (`harness.spark_catalogs`), tables Parquet
+    (no Delta jars here). The writers are Spark Connect clients of the server (as Databricks
+    Connect is), so a kill ends the writer, not the cluster: a statement it had sent runs on.
+    The target is the Spark session itself, so there is no connection to cut or take down apart
+    from Spark's: only kills. A schema per trial; storage is a folder the server sees too."""
+
+    name = "databricks-cluster"
+    layouts = ("census",)
+    faults = ("kill@point", "kill@random")
+    catalog = "census"
+
+    def __init__(self, root: Path, remote: str, warehouse: Path) -> None:
+        super().__init__(root)
+        from pyspark.sql import SparkSession
+
+        self.worker_env = {"SPARK_REMOTE": remote}
+        self.warehouse = warehouse
+        self.spark = SparkSession.builder.remote(remote).getOrCreate()
+
+    def schemas_of(self, trial: str) -> dict[str, str]:
+        return {"census": f"f_{trial}".replace("-", "_").lower()}
+
+    def make_target(self, trial: str, folder: Path) -> str:
+        return f"databricks+spark://{self.catalog}"
+
+    def _schema(self, target: TrialTarget) -> str:
+        return self.schemas_of(target.name)["census"]
+
+    def _tables(self, schema: str) -> list[str]:
+        schemas = {row[0] for row in self.spark.sql(f"SHOW SCHEMAS IN `{self.catalog}`").collect()}
+        if schema not in schemas:
+            return []
+        rows = self.spark.sql(f"SHOW TABLES IN `{self.catalog}`.`{schema}`").collect()
+        return [str(row["tableName"]) for row in rows if not row["isTemporary"]]
+
+    def contents(self, target: TrialTarget) -> Contents:
+        schema = self._schema(target)
+        found: Contents = {}
+        for table in self._tables(schema):
+            if table == "synclog_versions" or table.startswith("_synclog_stage_"):
+                continue
+            rows = self.spark.sql(f"SELECT * FROM `{self.catalog}`.`{schema}`.`{table}`").collect()
+            found[table] = [row.asDict() for row in rows]
+        return found
+
+    def leftovers(self, target: TrialTarget) -> list[str]:
+        """Stage tables, and folders in the schema's warehouse folder that no table owns (the
+        files of a killed writer's job)."""
+        schema = self._schema(target)
+        tables = self._tables(schema)
+        folder = self.warehouse / f"{schema}.db"
+        owned = {t.lower() for t in tables}
+        strays = sorted(
+            str(p.relative_to(self.warehouse))
+            for p in (folder.iterdir() if folder.is_dir() else [])
+            if p.name.lower() not in owned
+        )
+        return [f"{schema}.{t}" for t in tables if t.startswith("_synclog_stage_")] + strays
+
+    def discard(self, target: TrialTarget) -> None:
+        self.spark.sql(f"DROP SCHEMA IF EXISTS `{self.catalog}`.`{self._schema(target)}` CASCADE")
+        super().discard(target)
+
+    def close(self) -> None:
+        self.spark.stop()
+        super().close()

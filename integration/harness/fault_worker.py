@@ -37,13 +37,15 @@ from typing import Any
 
 POINTS = ("validation", "staging", "load", "swap", "finish")
 PLUGIN_TARGETS = (
-    ("synclog_postgres.target", "PostgresTarget"),
-    ("synclog_snowflake.target", "SnowflakeTarget"),
-    ("synclog_redshift.target", "RedshiftTarget"),
-    ("synclog_bigquery.target", "BigQueryTarget"),
-    ("synclog_databricks.warehouse", "WarehouseTarget"),
+    ("synclog_postgres.target", "PostgresTarget", "load_staged"),
+    ("synclog_snowflake.target", "SnowflakeTarget", "load_staged"),
+    ("synclog_redshift.target", "RedshiftTarget", "load_staged"),
+    ("synclog_bigquery.target", "BigQueryTarget", "load_staged"),
+    ("synclog_databricks.warehouse", "WarehouseTarget", "load_staged"),
+    ("synclog_databricks.cluster", "SparkTarget", "load_frame"),
 )
-"""The plugins' target classes whose stage is created and filled at the `staging` and `load` points."""
+"""The plugins' target classes whose stage is created and filled at the `staging` and `load`
+points, and the method that fills it."""
 _reached: Counter[str] = Counter()
 _kill_at: tuple[str, int] | None = None
 
@@ -91,11 +93,11 @@ def install_points() -> None:
     _wrap(DuckDBTarget, "load_files", "load", after=True)
     _wrap(LakeTarget, "replace_rows", "staging", after=False)
     _wrap(LakeTarget, "_remove_stale", "load", after=False)
-    for module, name in PLUGIN_TARGETS:
+    for module, name, load in PLUGIN_TARGETS:
         with suppress(ImportError):  # a plugin's own load steps
             target = getattr(importlib.import_module(module), name)
             _wrap(target, "create_stage", "staging", after=True)
-            _wrap(target, "load_staged", "load", after=True)
+            _wrap(target, load, "load", after=True)
 
     def run_swap(self: SqlTarget, statements: Any) -> None:
         with self.transaction():

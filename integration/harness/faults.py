@@ -254,6 +254,9 @@ class Scenario(ABC):
     """The target's `options` in synclog.toml."""
     storage_options: Mapping[str, str] = {}
     """`[storage]` keys beside its url (an endpoint) where storage is an object store."""
+    worker_env: Mapping[str, str] = {}
+    """Variables its writers need besides the shared ones (a `SPARK_REMOTE`): they get writer
+    processes of their own."""
 
     def __init__(self, root: Path, layouts: tuple[str, ...] | None = None) -> None:
         self.root = root
@@ -660,6 +663,8 @@ class Driver:
             self.write_seconds = float(done["seconds"])
             dumps.append(self.scenario.contents(target))
             self.scenario.discard(target)
+        if not any(dumps[0].values()):
+            raise RuntimeError(f"the reference write left no rows to check: {sorted(dumps[0])}")
         self.volatile = _volatile(*dumps)
         self.reference = _project(dumps[0], self.volatile)
 
