@@ -295,6 +295,39 @@ class TestExternalStage:
         )
         assert [f.path for f in left if f.type == pafs.FileType.File] == []
 
+    def test_a_load_and_a_swap_sent_twice_leave_one_copy(
+        self,
+        spark: SparkSession,
+        fakesnow_on_s3: FakesnowServer,
+        s3_storage: Location,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """The connector sends a query again when a dropped connection lost its answer, and the
+        warehouse may have run it: here every COPY and every swap statement runs twice."""
+        settings = TargetSettings(storage=s3_storage)
+        with registry().open(TargetURL.parse(server_url(fakesnow_on_s3)), settings) as target:
+            sent = record_statements(monkeypatch, target)
+            once = target._cursor  # type: ignore[attr-defined]
+
+            def twice(sql: str, params: Any) -> Any:
+                if sql.startswith(("COPY INTO", "INSERT", "DELETE")):
+                    once(sql, params)
+                return once(sql, params)
+
+            monkeypatch.setattr(target, "_cursor", twice)
+            run = make_run()
+            SyncLog(target, Config(storage=s3_storage), spark).write_run(
+                run, make_records(spark, record_rows(run))
+            )
+            assert target.query(SEED_000_BY_SYNC).num_rows == 40
+            counts = target.fetch(
+                f"SELECT COUNT(*), COUNT(DISTINCT log_id) FROM {target.relation(SYNC_LOG).render()}"
+            )
+            assert counts == [(40, 40)]
+        inserts = [s for s in sent if s.startswith("INSERT INTO") and "_SYNCLOG_STAGE_" in s]
+        assert inserts and all("WHERE NOT EXISTS" in s for s in inserts)
+        assert all("FORCE" not in s for s in sent if s.startswith("COPY INTO"))
+
     def test_a_storage_integration_replaces_the_keys(self, s3_storage: Location) -> None:
         access = StageAccess.resolve({"storage_integration": "synclog_s3"}, s3_storage)
         assert access.sql() == "STORAGE_INTEGRATION = synclog_s3"

@@ -72,6 +72,12 @@ class Capabilities:
     """Whether statements commit together: a replace is then a DELETE and an INSERT in one transaction."""
     merge: bool = False
     """Whether MERGE INTO exists: a replace is one MERGE where there are no transactions."""
+    replays_statements: bool = False
+    """Whether the target's client may send a statement again when a dropped connection lost its
+    answer, so that the warehouse may run it twice (Snowflake's connector retries its query
+    requests). A replace's INSERT then adds only rows whose replace key the table does not hold,
+    which its DELETE made true for all of them: a second run adds nothing. The plugin's load must
+    add nothing when run twice too."""
     views: bool = True
     """Whether views exist; without them a table with a public view is stored under the view's name."""
     replace_view: bool = True

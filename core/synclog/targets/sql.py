@@ -384,11 +384,30 @@ class SqlTarget(SqlClient, Target):
             lock = self.lock_statement(relation)
             columns = [self.quote(c) for c in table.column_names()]
             values = [self.staged_value_sql(c) for c in table.columns]
-            insert = (sql.insert_select(target, columns, values, staged), ())
+            insert: Statement = (sql.insert_select(target, columns, values, staged), ())
+            if self.capabilities.replays_statements:
+                insert = self._insert_absent(table, target, staged, columns, values, scope)
             return [*([lock] if lock else []), delete, insert]
         if self.capabilities.merge:
             return [self._merge(table, target, staged, scope)]
         raise ConfigError(f"{type(self).__name__} has neither transactions nor MERGE: it cannot replace rows")
+
+    def _insert_absent(
+        self,
+        table: TableSpec,
+        target: str,
+        staged: str,
+        columns: Sequence[str],
+        values: Sequence[str],
+        scope: Mapping[str, Any] | None,
+    ) -> Statement:
+        """The swap's INSERT for a client that may replay it: only while the table holds no row of
+        the replaced keys (or scope), which the DELETE before it made true."""
+        if scope:
+            matches = [f"t.{self.quote(name)} = {self.placeholder}" for name in scope]
+            return sql.insert_select_absent(target, columns, values, staged, matches), list(scope.values())
+        matches = [f"t.{self.quote(k)} = s.{self.quote(k)}" for k in table.replace_key]
+        return sql.insert_select_absent(target, columns, values, staged, matches), ()
 
     def _merge(
         self, table: TableSpec, target: str, staged: str, scope: Mapping[str, Any] | None

@@ -114,6 +114,18 @@ def insert_select(target: str, columns: Sequence[str], values: Sequence[str], st
     return f"INSERT INTO {target} ({_listed(columns)}) SELECT {_listed(values)} FROM {staged}"
 
 
+def insert_select_absent(
+    target: str, columns: Sequence[str], values: Sequence[str], staged: str, matches: Sequence[str]
+) -> str:
+    """`INSERT INTO target (column, …) SELECT value, … FROM staged AS s WHERE NOT EXISTS (SELECT 1
+    FROM target AS t WHERE match AND …)`: after the swap's DELETE every staged row goes in; run a
+    second time, none does (`matches`: conditions on `t.` and `s.` columns, or bound scope values)."""
+    return (
+        f"INSERT INTO {target} ({_listed(columns)}) SELECT {_listed(values)} FROM {staged} AS s "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {target} AS t WHERE {' AND '.join(matches)})"
+    )
+
+
 def merge_replacing(
     target: str,
     staged: str,

@@ -18,6 +18,7 @@ CAPABILITIES = Capabilities(
     transactions=True,
     transactional_ddl=False,
     merge=True,
+    replays_statements=True,  # the connector retries a query request whose answer a dropped connection lost
     staging=Staging.FILES,
     max_json_bytes=MAX_VARIANT_BYTES - ROW_HEADROOM_BYTES,
 )

@@ -28,8 +28,9 @@ def copy_sql(
     (a `FILES = (…)` clause) names in `@stage` (an external stage over `storage`, whose files
     synclog removes itself).
 
-    FORCE: the files are new by construction (a fresh prefix or folder per load), and a replay
-    must load again rather than be skipped by the load history.
+    No FORCE: each load's stage is a fresh table, so its files are new to it, and a COPY that the
+    connector sends again (its answer lost with a dropped connection) skips them through the
+    table's load history instead of loading them twice.
     """
     columns = ", ".join(into.quoted(into.casefold.apply(c.name)) for c in table.columns)
     picked = ", ".join(_read(c, types) for c in table.columns)
@@ -37,7 +38,7 @@ def copy_sql(
     return (
         f"COPY INTO {into.render()} ({columns}) FROM (SELECT {picked} FROM {source}) "
         + (f"{files} " if files else "")
-        + "FILE_FORMAT = (TYPE = PARQUET) ON_ERROR = ABORT_STATEMENT FORCE = TRUE"
+        + "FILE_FORMAT = (TYPE = PARQUET) ON_ERROR = ABORT_STATEMENT"
         + ("" if files else " PURGE = TRUE")
     )
 
