@@ -303,14 +303,15 @@ class TestExternalStage:
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         """The connector sends a query again when a dropped connection lost its answer, and the
-        warehouse may have run it: here every COPY and every swap statement runs twice."""
+        warehouse may have run it: here every stage's CREATE, every COPY and every swap statement
+        runs twice."""
         settings = TargetSettings(storage=s3_storage)
         with registry().open(TargetURL.parse(server_url(fakesnow_on_s3)), settings) as target:
             sent = record_statements(monkeypatch, target)
             once = target._cursor  # type: ignore[attr-defined]
 
             def twice(sql: str, params: Any) -> Any:
-                if sql.startswith(("COPY INTO", "INSERT", "DELETE")):
+                if sql.startswith(("CREATE TRANSIENT TABLE", "COPY INTO", "INSERT", "DELETE")):
                     once(sql, params)
                 return once(sql, params)
 

@@ -215,9 +215,14 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         )
 
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
-        """A transient table (COPY cannot load a temporary one on fakesnow), without Time Travel."""
+        """A transient table (COPY cannot load a temporary one on fakesnow), without Time Travel.
+        IF NOT EXISTS: its name is new, so the one that can exist is this statement's own, run
+        before by a request the connector sent again."""
         columns = ", ".join(self.column_sql(c) for c in table.columns)
-        self.execute(f"CREATE TRANSIENT TABLE {stage.render()} ({columns}) DATA_RETENTION_TIME_IN_DAYS = 0")
+        self.execute(
+            f"CREATE TRANSIENT TABLE IF NOT EXISTS {stage.render()} ({columns}) "
+            "DATA_RETENTION_TIME_IN_DAYS = 0"
+        )
 
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
         """COPY the staged files into `stage`, typing each column on the way; return the rows it holds.
