@@ -212,6 +212,32 @@ class TestDatabricksWarehouse(TargetConformance):
         stages = [r for r in target.fetch("SHOW TABLES IN census.census") if "_synclog_stage_" in r[1]]
         assert stages == []
 
+    def test_a_load_and_a_swap_sent_twice_leave_one_copy(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The connector sends a statement again when a dropped connection lost its answer, and the
+        warehouse may have run it: here every stage's CREATE, COPY INTO and MERGE runs twice."""
+        once = target._cursor  # type: ignore[attr-defined]
+        sent: list[str] = []
+
+        @contextlib.contextmanager
+        def twice(sql: str, params: Any) -> Iterator[Any]:
+            sent.append(sql)
+            if sql.startswith(("CREATE TABLE IF NOT EXISTS", "COPY INTO", "MERGE")):
+                with once(sql, params):
+                    pass
+            with once(sql, params) as cursor:
+                yield cursor
+
+        monkeypatch.setattr(target, "_cursor", twice)
+        run = make_run()
+        self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
+        assert target.fetch("SELECT COUNT(*), COUNT(DISTINCT log_id) FROM census.census.sync_log") == [
+            (40, 40)
+        ]
+        assert target.fetch("SELECT COUNT(*) FROM census.census.source_objects") == [(1,)]
+        assert [s for s in sent if s.startswith("COPY INTO")] and [s for s in sent if s.startswith("MERGE")]
+
     def test_the_sweep_removes_a_killed_writers_stage_and_its_volume_files(
         self, target: Target, dbx: DatabricksSqlServer
     ) -> None:

@@ -75,9 +75,12 @@ class Capabilities:
     replays_statements: bool = False
     """Whether the target's client may send a statement again when a dropped connection lost its
     answer, so that the warehouse may run it twice (Snowflake's connector retries its query
-    requests). A replace's INSERT then adds only rows whose replace key the table does not hold,
-    which its DELETE made true for all of them: a second run adds nothing. The plugin's load must
-    add nothing when run twice too."""
+    requests, and so does Databricks' SQL connector). A replace's INSERT then adds only rows whose
+    replace key the table does not hold, which its DELETE made true for all of them, so a second
+    run adds nothing (a MERGE's second run changes nothing by itself), and a load's rows are
+    counted in its stage, since the answer to a load sent again says 0. The plugin's own steps
+    must add nothing when run twice too (a stage created IF NOT EXISTS, a COPY that skips files
+    it loaded)."""
     views: bool = True
     """Whether views exist; without them a table with a public view is stored under the view's name."""
     replace_view: bool = True

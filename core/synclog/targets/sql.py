@@ -319,7 +319,8 @@ class SqlTarget(SqlClient, Target):
     def load_staged(self, stage: Relation, table: TableSpec, reports: Sequence[str]) -> int:
         """Finish filling `stage` from what the tasks of `stage_writer` reported; return its rows.
 
-        `Staging.FILES`: the staged files' manifest goes to `load_files`.
+        `Staging.FILES`: the staged files' manifest goes to `load_files`. Where the client replays
+        statements, the rows are counted in the stage: the answer to a load it sent again says 0.
         """
         writer = self.stage_writer(stage, table)
         if not isinstance(writer, FileStageWriter):
@@ -327,7 +328,14 @@ class SqlTarget(SqlClient, Target):
         manifest = writer.manifest(reports)
         if not isinstance(self, FileLoader):
             raise self._lacks(FileLoader)
-        return self.load_files(stage, table, manifest) if manifest.files else 0
+        if not manifest.files:
+            return 0
+        loaded = self.load_files(stage, table, manifest)
+        return self.count_rows(stage) if self.capabilities.replays_statements else loaded
+
+    def count_rows(self, relation: Relation) -> int:
+        """`SELECT COUNT(*)` of `relation`."""
+        return int(self.fetch(sql.count_rows(relation.render()))[0][0])
 
     def raise_stage_failure(self, failure: Exception, table: TableSpec) -> None:
         """Raise the one-line error a failed Spark job amounts to when a task of `stage_writer`

@@ -84,6 +84,11 @@ def insert_values(relation: str, count: int, placeholder: str) -> str:
     return f"INSERT INTO {relation} VALUES ({_listed([placeholder] * count)})"
 
 
+def count_rows(relation: str) -> str:
+    """`SELECT COUNT(*) FROM relation`."""
+    return f"SELECT COUNT(*) FROM {relation}"
+
+
 def max_where_equal(relation: str, column: str, key: str, placeholder: str) -> str:
     """`SELECT MAX(column) FROM relation WHERE key = p`."""
     return f"SELECT MAX({column}) FROM {relation} WHERE {key} = {placeholder}"

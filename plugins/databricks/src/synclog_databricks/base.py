@@ -110,8 +110,10 @@ class DatabricksTarget(SqlTarget):
     # -- staging and JSON ----------------------------------------------------------------------
 
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
+        """IF NOT EXISTS: the stage's name is new, so the one that can exist is this statement's
+        own, run before by a request the SQL connector sent again."""
         columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
-        self.execute(f"CREATE TABLE {stage.render()} ({columns}) USING {self.table_format}")
+        self.execute(f"CREATE TABLE IF NOT EXISTS {stage.render()} ({columns}) USING {self.table_format}")
 
     def stage_type(self, column: Column) -> str:
         """The stage holds JSON as text; the swap parses it where the tables hold VARIANT."""

@@ -27,5 +27,7 @@ DELTA = Capabilities(
 PARQUET = replace(DELTA, merge=False, partition_drop=True)
 """Inside a session without Delta: day-partitioned Parquet tables, replaced partition by partition."""
 
-WAREHOUSE = replace(DELTA, staging=Staging.FILES)
-"""Through a SQL warehouse: COPY INTO a stage from the staged Parquet files in storage, one MERGE."""
+WAREHOUSE = replace(DELTA, staging=Staging.FILES, replays_statements=True)
+"""Through a SQL warehouse: COPY INTO a stage from the staged Parquet files in storage, one MERGE.
+The connector sends a statement again when a dropped connection lost its answer (a fault trial's
+cut lost a load's row to it): the core counts each stage rather than trust the COPY's answer."""

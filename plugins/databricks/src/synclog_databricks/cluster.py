@@ -122,7 +122,7 @@ class SparkTarget(DatabricksTarget, FrameLoader):
             self.execute(f"INSERT INTO {stage.render()} ({columns}) SELECT {columns} FROM `{view}`")
         finally:
             self.spark.catalog.dropTempView(view)
-        return int(self.fetch(f"SELECT COUNT(*) FROM {stage.render()}")[0][0])
+        return self.count_rows(stage)
 
     def export(self, sql: str, params: Sequence[Any], schema: pa.Schema, folder: str) -> Manifest:
         """The executors write the query's result as Parquet files under `folder` in storage."""

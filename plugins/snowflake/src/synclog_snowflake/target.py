@@ -230,20 +230,27 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         `storage` in an object store: from an external stage over it, naming exactly the
         manifest's files, so Snowflake reads them where the executors wrote them. A local
         `storage`: each file is PUT under a fresh prefix of the session's internal stage first.
-        The rows are counted in the stage, not summed from the COPYs' answers: the answer to a
-        COPY the connector sent again (a dropped connection lost the first) says 0 rows.
         """
         if self.access is not None:
             external = self._external_stage(stage)
-            for chunk in _chunks(manifest.files, COPY_FILES):
-                self.execute(copy_sql(stage, table, external, self.type_names, files=files_clause(chunk)))
-        else:
-            files = self._file_stage(stage)
-            prefix = uuid.uuid4().hex
-            for path in manifest.paths():
-                self.execute(put_sql(path, files, prefix))
-            self.execute(copy_sql(stage, table, files, self.type_names, prefix=prefix))
-        return int(self.fetch(f"SELECT COUNT(*) FROM {stage.render()}")[0][0])
+            return sum(
+                self._copy(copy_sql(stage, table, external, self.type_names, files=files_clause(chunk)))
+                for chunk in _chunks(manifest.files, COPY_FILES)
+            )
+        files = self._file_stage(stage)
+        prefix = uuid.uuid4().hex
+        for path in manifest.paths():
+            self.execute(put_sql(path, files, prefix))
+        return self._copy(copy_sql(stage, table, files, self.type_names, prefix=prefix))
+
+    def _copy(self, sql: str) -> int:
+        """The rows a COPY loaded, by its answer: 0 where it loaded no file (one row of text, as a
+        COPY that the connector sent again answers; the core counts the stage then)."""
+        names, rows = self._rows(sql, ())
+        loaded = [n.lower() for n in names]
+        if "rows_loaded" not in loaded:
+            return 0
+        return sum(int(row[loaded.index("rows_loaded")]) for row in rows)
 
     def _file_stage(self, relation: Relation) -> Relation:
         stage = relation.with_name(FILE_STAGE)
