@@ -78,8 +78,10 @@ def _objects(table: str, url: str, data: bytes) -> list[tuple[int, dict[str, Any
     decoder = json.JSONDecoder()
     found: list[tuple[int, dict[str, Any]]] = []
     position = _WHITE.match(text, 0).end()  # type: ignore[union-attr]
+    line, counted = 1, 0  # newlines are counted once each, not from the start for every object
     while position < len(text):
-        line = text.count("\n", 0, position) + 1
+        line += text.count("\n", counted, position)
+        counted = position
         try:
             value, end = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
