@@ -26,8 +26,10 @@ import argparse
 import contextlib
 import json
 import platform
+import shlex
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -186,6 +188,17 @@ def concurrency(results: list[ConcurrencyResult]) -> str:
     return "\n".join(lines)
 
 
+def commit() -> str:
+    """The checkout's commit (`+` when its files differ from it), or `?` outside a git checkout."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "?"
+    return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def write_report(
     report: Path,
     results: dict[str, list[Outcome]],
@@ -196,11 +209,11 @@ def write_report(
 ) -> None:
     """Rewrite `report`: the `earlier` runs' text (if any), then this run's."""
     failing = [o for outcomes in results.values() for o in outcomes if not o.ok]
-    command = "python bench/faults.py " + " ".join(sys.argv[1:])
+    command = "python bench/faults.py " + shlex.join(sys.argv[1:])
     heading = f"## Run of {started:%Y-%m-%d %H:%M} UTC" if earlier else "# Injected faults (bench/faults.py)"
     text = f"""{heading}
 
-Run {started:%Y-%m-%d %H:%M} UTC on {platform.node()} ({platform.machine()}, Python
+Run {started:%Y-%m-%d %H:%M} UTC of commit {commit()} on {platform.node()} ({platform.machine()}, Python
 {platform.python_version()}), with `{command.strip()}`; {args.count} records in {args.batches}
 batches per run; trials asked per target: {args.trials} (lake: {args.lake_trials}; {", ".join(CLOUDS)}:
 {args.cloud_trials}). Every trial
