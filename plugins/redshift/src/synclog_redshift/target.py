@@ -168,9 +168,12 @@ class RedshiftTarget(SqlTarget, FileLoader):
         return manifest.rows
 
     def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
-        """DELETE … USING the stage, Redshift's documented merge step."""
-        match = " AND ".join(f"{target}.{self.quote(k)} = {staged}.{self.quote(k)}" for k in key)
-        return f"DELETE FROM {target} USING {staged} WHERE {match}"
+        """DELETE … USING the stage's distinct keys, Redshift's documented merge step. Distinct:
+        joined to every staged row, each old row of a replayed batch would meet every new row of
+        its key (a 1M-row replay did not end in 10 minutes on the stand-in)."""
+        keys = ", ".join(self.quote(k) for k in key)
+        match = " AND ".join(f"{target}.{self.quote(k)} = s.{self.quote(k)}" for k in key)
+        return f"DELETE FROM {target} USING (SELECT DISTINCT {keys} FROM {staged}) AS s WHERE {match}"
 
     def lock_statement(self, relation: Relation) -> Statement:
         """Concurrent swaps into one table would fail Redshift's serializable isolation: LOCK makes
