@@ -84,8 +84,14 @@ def bigquery(stack: ExitStack, shared: Shared) -> dict[str, Any]:
 
 
 def redshift(stack: ExitStack, shared: Shared) -> dict[str, Any]:
+    """A database of its own in the shared PostgreSQL: in the PostgreSQL target's, its write would
+    replay the run that target wrote."""
+    import psycopg
+
+    with psycopg.connect(shared.pg.url, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE scale_redshift")
     proxy = stack.enter_context(redshift_stand_in(shared.pg, shared.s3))
-    url = f"redshift://{proxy.user}:unused@{proxy.host}:{proxy.port}/{proxy.database}?ssl=false"
+    url = f"redshift://{proxy.user}:unused@{proxy.host}:{proxy.port}/scale_redshift?ssl=false"
     return {"url": url, "options": {"iam_role": IAM_ROLE}, **shared.s3_storage()}
 
 
