@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from synclog.errors import ConfigError
+from synclog.layouts.census import SYNC_LOG
+from synclog.naming import LineageDataset
 from synclog.targets.base import TargetSettings
 from synclog.targets.duckdb import TARGET_TYPE
 from synclog.urls import TargetURL
@@ -52,3 +54,26 @@ def test_memory_limit_is_bounded_by_default_and_configurable(tmp_path: Path) -> 
 def test_bad_duckdb_options_are_config_errors(tmp_path: Path, query: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         TARGET_TYPE.open(TargetURL.parse(f"duckdb:///{tmp_path / 'x.duckdb'}?{query}"), TargetSettings())
+
+
+def test_lineage_namespace_names_the_file_whatever_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative `duckdb:///` URL names a file in the working folder: OpenLineage names that file by
+    its absolute path, so one file has one namespace and two files never share one."""
+    for folder in ("a", "b", "a/deeper"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+
+    def named(folder: str, url: str) -> LineageDataset:
+        monkeypatch.chdir(tmp_path / folder)
+        target = TARGET_TYPE.open(TargetURL.parse(url), TargetSettings())
+        try:
+            return target.lineage_dataset(target.relation(SYNC_LOG, SYNC_LOG.view))
+        finally:
+            target.close()
+
+    here = named("a", "duckdb:///logs.duckdb")
+    assert here == LineageDataset(f"duckdb://{tmp_path}/a/logs.duckdb", "census.sync_log")
+    assert named("a/deeper", "duckdb:///../logs.duckdb") == here  # the same file, named from elsewhere
+    assert named("b", "duckdb:///logs.duckdb").namespace == f"duckdb://{tmp_path}/b/logs.duckdb"
+    assert named("b", f"duckdb:///{tmp_path}/a/logs.duckdb") == here  # an absolute URL

@@ -25,8 +25,10 @@ from pyspark.sql import SparkSession
 from synclog.cli.main import main
 from synclog.config import Config, SyncSettings
 from synclog.demo.report import SEED_003, SEED_003_PATH
-from synclog.layouts.lake import ABORTED_MESSAGE, RECORDS
+from synclog.layouts import lake as lake_layout
+from synclog.layouts.lake import ABORTED_MESSAGE, RECORDS, RUN_METADATA
 from synclog.model import DestinationObject, SourceObject
+from synclog.naming import LineageDataset
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
@@ -353,3 +355,16 @@ class TestLakeConformance(LakeConformance):
     def aws_environment(self, s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
         for name, value in s3.environment.items():
             monkeypatch.setenv(name, value)
+
+
+def test_lineage_names_a_local_lake_s_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The naming spec's local file system row: `file` and the absolute path of the folder that
+    holds a table's files (records and run metadata share one)."""
+    monkeypatch.chdir(tmp_path)
+    settings = TargetSettings(storage=Location.parse("store"))
+    with registry().open(TargetURL.parse("lake:///logs"), settings) as lake:
+        named = {table.name: lake.lineage_dataset(lake.relation(table)) for table in (RECORDS, RUN_METADATA)}
+        objects = lake.lineage_dataset(lake.relation(lake_layout.SOURCE_OBJECTS))
+    runs = LineageDataset("file", f"{tmp_path}/logs/sync_tracking_datasets")
+    assert named == {"records": runs, "metadata": runs}
+    assert objects == LineageDataset("file", f"{tmp_path}/logs/metadata")

@@ -46,7 +46,12 @@ from harness.s3_server import S3Server  # noqa: E402
 from harness.spark_settings import several_tasks  # noqa: E402
 from psycopg import sql  # noqa: E402
 
-from synclog_redshift.connection import CONNECT_TIMEOUT_S, ConnectionSettings, S3Access  # noqa: E402
+from synclog_redshift.connection import (  # noqa: E402
+    CONNECT_TIMEOUT_S,
+    ConnectionSettings,
+    S3Access,
+    cluster_authority,
+)
 from synclog_redshift.statements import inline, literal  # noqa: E402
 
 BUCKET = "synclog-redshift"
@@ -413,3 +418,17 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
         k: json.loads(v) if k in ("fields", "added_later_json") and v is not None else v
         for k, v in row.items()
     }
+
+
+@pytest.mark.parametrize(
+    ("host", "authority"),
+    [
+        ("examplecluster.abc123xyz789.us-west-2.redshift.amazonaws.com", "examplecluster.us-west-2"),
+        ("default.123456789012.us-east-1.redshift-serverless.amazonaws.com", "default.us-east-1"),
+        ("127.0.0.1", "127.0.0.1"),  # an address, as the stand-in's: no cluster to name
+        ("redshift.internal.example.com", "redshift.internal.example.com"),
+    ],
+)
+def test_lineage_namespace_names_the_cluster_and_region(host: str, authority: str) -> None:
+    """The naming spec's Redshift row: `redshift://{cluster identifier}.{region}:{port}`."""
+    assert cluster_authority(host) == authority

@@ -1,12 +1,15 @@
-"""Relation names as data: parts, a casefold, and quoting, never string concatenation."""
+"""Relation names as data: parts, a casefold, and quoting, never string concatenation; and the
+names OpenLineage gives them."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
 
 from synclog.capabilities import Casefold
 from synclog.errors import ConfigError
+from synclog.urls import MEMORY, TargetURL
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$-]*$")
 
@@ -61,3 +64,31 @@ class Relation:
 
     def __str__(self) -> str:
         return ".".join(self.parts)
+
+
+@dataclass(frozen=True)
+class LineageDataset:
+    """A dataset as OpenLineage names it (https://openlineage.io/docs/spec/naming): the namespace
+    of its datasource, `scheme://authority` (or a bare scheme such as `bigquery`), and its name
+    there, e.g. `postgres://db.example.com:5432` and `analytics.census.sync_log`."""
+
+    namespace: str
+    name: str
+
+
+def lineage_namespace(scheme: str, host: str, port: int | None = None) -> str:
+    """`scheme://host[:port]`, an IPv6 host in brackets: the namespace of a warehouse server."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}" + (f":{port}" if port else "")
+
+
+def url_dataset(url: TargetURL, relation: Relation) -> LineageDataset:
+    """The form of the spec's warehouse rows, from a target URL: `{scheme}://{host}[:{port}]` and
+    the relation's dotted parts; for a URL that names a database file (no host), the file's
+    absolute path, `{scheme}:///abs/path/logs.db` (the same file whatever the working folder)."""
+    if url.host:
+        namespace = lineage_namespace(url.scheme, url.host, url.port)
+    else:
+        path = url.file_path()
+        namespace = f"{url.scheme}://" + (f"/{path}" if path == MEMORY else os.path.abspath(path))
+    return LineageDataset(namespace, str(relation))

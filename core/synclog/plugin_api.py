@@ -14,7 +14,7 @@ Names exported here keep their meaning within a plugin API version; anything els
 from synclog.capabilities import Capabilities, Casefold, FileFormat, Schemas, Staging
 from synclog.config import DEFAULT_RETENTION_DAYS
 from synclog.errors import ConfigError, InputError, SynclogError, TargetError, first_line, outages
-from synclog.naming import Relation, check_name
+from synclog.naming import LineageDataset, Relation, check_name, lineage_namespace
 from synclog.plugins.hookspecs import API_ATTRIBUTE, PLUGIN_API_VERSION, TargetRegister, hookimpl
 from synclog.spark import spark_session
 from synclog.storage.files import by_name, published, write_frame
@@ -62,6 +62,7 @@ __all__ = [
     "FileStageWriter",
     "FrameLoader",
     "InputError",
+    "LineageDataset",
     "Location",
     "Manifest",
     "PartitionDropper",
@@ -89,6 +90,7 @@ __all__ = [
     "check_name",
     "first_line",
     "hookimpl",
+    "lineage_namespace",
     "missing_methods",
     "outages",
     "plain_text",

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError, TargetError
-from synclog.naming import Relation, check_name
+from synclog.naming import LineageDataset, Relation, check_name, url_dataset
 from synclog.storage.location import Location
 from synclog.targets.contract import check_target_class, required_methods, unimplemented
 from synclog.targets.rows import Rows
@@ -97,6 +97,13 @@ class Target(ABC):
         return Relation(
             schema=schema, name=name, database=database, casefold=caps.casefold, quote=caps.identifier_quote
         )
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """How OpenLineage names `relation`: the form of the spec's row for this warehouse (its
+        naming table, https://openlineage.io/docs/spec/naming). This default is the form of the
+        warehouse rows taken from the URL (`synclog.naming.url_dataset`): a target whose
+        warehouse has a row of its own says so by overriding it."""
+        return url_dataset(self.url, relation)
 
     def table_spec(self, table: TableSpec) -> TableSpec:
         """`table` as this target stores it, with the columns it cannot carry left out."""

@@ -36,6 +36,7 @@ from pyspark.errors import PythonException
 
 from synclog.capabilities import Capabilities, Casefold, Staging
 from synclog.errors import ConfigError, TargetError
+from synclog.naming import LineageDataset, Relation
 from synclog.spark import require_reachable
 from synclog.storage.location import Location
 from synclog.storage.sweep import sweep_scratch
@@ -67,6 +68,19 @@ class LakeTarget(Target):
         self.location = lake_location(url, settings.options)
         self.fs = self.location.filesystem()
         self._duckdb: duckdb.DuckDBPyConnection | None = None
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """The OpenLineage naming spec's file rows: a table is the folder its files go under, in the
+        lake's folder (`file` and the folder's absolute path) or bucket (`s3://{bucket}` and the
+        key): `…/sync_tracking_datasets` holds the records and run metadata, `…/metadata` the objects."""
+        templates = {table.name: text for table, text in self.files.templates.items()}
+        if relation.name not in templates:
+            raise TargetError(f"the lake holds only the lake layout's files, not {relation}")
+        folder = self.location.path(templates[relation.name].split("/", 1)[0])
+        if self.location.local:
+            return LineageDataset("file", folder)
+        bucket, _, key = folder.partition("/")
+        return LineageDataset(f"{self.location.scheme}://{bucket}", key)
 
     def uri(self, relative: str = "") -> str:
         """Where readers outside synclog (DuckDB, Spark, …) find `relative` inside the lake."""

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -42,6 +44,7 @@ from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT, table_for
 from synclog.layouts.registry import layout
 from synclog.model import Run, RunStatus
+from synclog.naming import LineageDataset, Relation
 from synclog.plugins.manager import registry
 from synclog.spark import spark_session
 from synclog.storage.location import Location
@@ -115,6 +118,52 @@ def failing_sync_log_frame(spark: SparkSession, sync_run_id: int) -> DataFrame:
     """
     batch_number = F.udf(_batch_or_fail, "int", useArrow=False)("id")
     return sync_log_frame(spark, sync_run_id, batch_number, rows=FAIL_AT + 1)
+
+
+LINEAGE_NAMESPACE = re.compile(r"[a-z][a-z0-9+.-]*(://[^/?#@\s]*(/[^?#@\s]*)?)?")
+"""An OpenLineage dataset namespace: `scheme://authority`, a path after it, or a bare scheme;
+never a user, password, query or fragment."""
+
+
+def official_dataset(target: Target, relation: Relation) -> LineageDataset | None:
+    """What an official target's `lineage_dataset(relation)` is, worked out apart from the
+    targets' code: with the OpenLineage client's naming helpers where the spec has the row, else
+    by the forms docs/engines/notices.md gives. None for any other plugin's target."""
+    naming = pytest.importorskip("openlineage.client.naming.dataset", reason="needs openlineage-python")
+    kind, url, parts = registry().for_url(target.url).name, target.url, relation.parts
+    path = url.path.strip("/")
+    if kind == "postgres":
+        port = str(url.port or 5432)
+        helper: Any = naming.Postgres(url.host, port, path, parts[-2], parts[-1])
+    elif kind == "redshift":
+        host, port = url.host.split("."), str(url.port or 5439)
+        if len(host) != 6 or not url.host.endswith(".redshift.amazonaws.com"):  # a stand-in's address
+            return LineageDataset(f"redshift://{url.host}:{port}", f"{path}.{relation}")
+        helper = naming.Redshift(host[0], host[2], port, path, parts[-2], parts[-1])
+    elif kind == "snowflake":
+        organization, dash, account = url.host.partition("-")
+        if not dash:  # an account named without its organization, such as fakesnow's
+            return LineageDataset(f"snowflake://{url.host}", ".".join(parts))
+        helper = naming.Snowflake(organization, account, *parts)
+    elif kind == "bigquery":
+        helper = naming.BigQuery(url.host, parts[-2], parts[-1])
+    elif kind == "databricks":
+        port = f":{url.port}" if url.port else ""
+        return LineageDataset(f"databricks://{url.host}{port}", ".".join(parts))
+    elif kind == "databricks-spark":
+        workspace = spark_session().conf.get("spark.databricks.workspaceUrl", None)
+        return LineageDataset(f"databricks://{workspace}" if workspace else "spark", ".".join(parts))
+    elif kind == "duckdb":
+        return LineageDataset(f"duckdb://{os.path.abspath(url.file_path())}", ".".join(parts))
+    elif kind == "lake":
+        folder = "sync_tracking_datasets" if relation.name in ("records", "metadata") else "metadata"
+        if url.scheme == "lake":
+            helper = naming.LocalFileSystem(os.path.join(os.path.abspath(url.file_path()), folder))
+        else:
+            helper = naming.S3(url.host, posixpath.join(path, folder))
+    else:
+        return None
+    return LineageDataset(helper.get_namespace(), helper.get_name())
 
 
 class ConformanceBase:
@@ -290,6 +339,21 @@ class NamingAndDdlConformance(ConformanceBase):
     def test_sync_log_is_named_as_documented(self, target: Target) -> None:
         self.require(target, "census")
         assert str(target.relation(SYNC_LOG, SYNC_LOG.view)) == self.expected_sync_log
+
+    def test_openlineage_names_follow_the_naming_spec(self, target: Target) -> None:
+        """`Target.lineage_dataset` names a log table as the OpenLineage naming spec names datasets:
+        a namespace `scheme://authority[/path]` (or a bare scheme) without credentials or query,
+        a name, the same when asked again; an official target's in the form its row of the spec
+        (docs/engines/notices.md where the spec has none) gives."""
+        held = target.capabilities.layouts
+        table = SYNC_LOG if "census" in held else layout(held[0]).tables[0]
+        relation = target.relation(table, table.view)
+        named = target.lineage_dataset(relation)
+        assert LINEAGE_NAMESPACE.fullmatch(named.namespace), named
+        assert named.name.strip() and not (target.url.password and target.url.password in named.name)
+        assert target.lineage_dataset(relation) == named
+        expected = official_dataset(target, relation)
+        assert expected is None or named == expected
 
     def test_ddl_is_idempotent_and_versioned(self, target: Target, spark: SparkSession) -> None:
         self.require(target, "census")

@@ -28,6 +28,7 @@ from synclog.plugin_api import (
     ColumnType,
     ConfigError,
     FileLoader,
+    LineageDataset,
     Manifest,
     PartitionExpirer,
     Relation,
@@ -81,6 +82,11 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         """The API's name for `relation` in this target's project."""
         dataset, table = relation.parts[-2:]
         return bigquery.DatasetReference(self.project, dataset).table(table)
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """The OpenLineage naming spec's BigQuery row: `bigquery` and `{project}.{dataset}.{table}`
+        (the project the client works in: the URL's, else the environment's default)."""
+        return LineageDataset("bigquery", f"{self.project}.{relation}")
 
     # -- statements ----------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from synclog.plugin_api import (
     ConfigError,
     Cutoffs,
     FrameLoader,
+    LineageDataset,
     Manifest,
     Relation,
     Statement,
@@ -36,6 +37,7 @@ from synclog.plugin_api import (
     Target,
     TargetSettings,
     TargetURL,
+    lineage_namespace,
     spark_session,
     write_frame,
 )
@@ -46,6 +48,8 @@ from synclog_databricks.options import catalog, with_json_type
 
 OPTIONS = ("format", "json")
 FORMATS = ("delta", "parquet")
+WORKSPACE_CONF = "spark.databricks.workspaceUrl"
+"""The Databricks workspace's host, which every Databricks cluster's Spark conf holds."""
 
 
 def open_cluster_target(url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> Target:
@@ -81,6 +85,14 @@ class SparkTarget(DatabricksTarget, FrameLoader):
             raise ConfigError(f"{url}: expected databricks+spark://CATALOG")
         super().__init__(url, settings, capabilities, catalog(url, settings, url.host or None))
         self.spark = spark
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """`databricks://{workspace host}` (the session's `spark.databricks.workspaceUrl`, as the
+        SQL warehouse target names it) and `{catalog}.{schema}.{table}`; a session outside
+        Databricks, which knows no workspace, names the table in its own catalogs: `spark`."""
+        workspace = self.spark.conf.get(WORKSPACE_CONF, None)
+        namespace = lineage_namespace("databricks", workspace) if workspace else "spark"
+        return LineageDataset(namespace, str(relation))
 
     # -- statements ----------------------------------------------------------------------------
 

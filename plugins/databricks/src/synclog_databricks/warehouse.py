@@ -28,12 +28,14 @@ from synclog.plugin_api import (
     Capabilities,
     ConfigError,
     FileLoader,
+    LineageDataset,
     Manifest,
     Relation,
     TableSpec,
     TargetSettings,
     TargetURL,
     check_name,
+    lineage_namespace,
     outages,
 )
 from synclog_databricks import sources
@@ -96,6 +98,11 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
             self.connection = databricks.sql.connect(**kwargs)
         self._volumes: set[str] = set()
         self._uploads: dict[str, list[str]] = {}
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """`databricks://{workspace host}` and `{catalog}.{schema}.{table}`: the form of the
+        official openlineage-dbt's Databricks adapter (the naming spec has no Databricks row)."""
+        return LineageDataset(lineage_namespace("databricks", self.url.host, self.url.port), str(relation))
 
     # -- statements ----------------------------------------------------------------------------
 

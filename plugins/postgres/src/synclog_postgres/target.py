@@ -13,6 +13,7 @@ from synclog.plugin_api import (
     Capabilities,
     ColumnType,
     InputError,
+    LineageDataset,
     PartitionDropper,
     Relation,
     SqlTarget,
@@ -22,6 +23,7 @@ from synclog.plugin_api import (
     TargetSettings,
     TargetURL,
     check_name,
+    lineage_namespace,
     outages,
     rows_batch,
 )
@@ -50,6 +52,12 @@ class PostgresTarget(SqlTarget, PartitionDropper):
         super().__init__(url, settings, capabilities)
         self.params = conninfo(url)
         self.connection = connect(self.params, where=str(url))
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """The OpenLineage naming spec's Postgres row: `postgres://{host}:{port}` (the default port
+        spelled out) and `{database}.{schema}.{table}`."""
+        namespace = lineage_namespace("postgres", self.params["host"], self.params["port"])
+        return LineageDataset(namespace, f"{self.params['dbname']}.{relation}")
 
     # -- statements ----------------------------------------------------------------------------
 

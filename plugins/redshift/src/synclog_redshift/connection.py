@@ -86,6 +86,16 @@ class ConnectionSettings:
         return connection
 
 
+def cluster_authority(host: str) -> str:
+    """`{cluster identifier}.{region}` of a cluster's (or a serverless workgroup's) endpoint,
+    `examplecluster.abc123xyz789.us-west-2.redshift.amazonaws.com`: the authority of the
+    OpenLineage naming spec's Redshift row. Any other host (an address, a proxy) as it is."""
+    parts = host.split(".")
+    if len(parts) == 6 and host.endswith(".amazonaws.com"):
+        return f"{parts[0]}.{parts[2]}"
+    return host
+
+
 def _boolean(url: TargetURL, name: str) -> bool:
     value = _BOOLEANS.get(url.query[name].lower())
     if value is None:

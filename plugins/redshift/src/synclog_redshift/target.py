@@ -16,6 +16,7 @@ from synclog.plugin_api import (
     ColumnType,
     ConfigError,
     FileLoader,
+    LineageDataset,
     Location,
     Manifest,
     Relation,
@@ -25,11 +26,12 @@ from synclog.plugin_api import (
     TargetError,
     TargetSettings,
     TargetURL,
+    lineage_namespace,
     outages,
     published,
 )
 from synclog_redshift import statements
-from synclog_redshift.connection import OUTAGES, ConnectionSettings, S3Access
+from synclog_redshift.connection import OUTAGES, ConnectionSettings, S3Access, cluster_authority
 
 COPY_MANIFEST = "redshift.manifest"
 """Written beside the staged files (the core removes their folder after the load)."""
@@ -60,7 +62,15 @@ class RedshiftTarget(SqlTarget, FileLoader):
         super().__init__(url, settings, capabilities)
         require_s3(settings.storage)
         self.access = S3Access.resolve(settings.options, settings.storage)
-        self.connection = ConnectionSettings.from_url(url).connect(str(url))
+        self.connection_settings = ConnectionSettings.from_url(url)
+        self.connection = self.connection_settings.connect(str(url))
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """The OpenLineage naming spec's Redshift row: `redshift://{cluster}.{region}:{port}` (the
+        host as it is where it is no cluster endpoint) and `{database}.{schema}.{table}`."""
+        where = self.connection_settings.kwargs
+        namespace = lineage_namespace("redshift", cluster_authority(where["host"]), where["port"])
+        return LineageDataset(namespace, f"{where['database']}.{relation}")
 
     # -- statements ----------------------------------------------------------------------------
 

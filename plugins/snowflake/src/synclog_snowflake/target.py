@@ -17,6 +17,7 @@ from synclog.plugin_api import (
     Capabilities,
     ColumnType,
     FileLoader,
+    LineageDataset,
     Manifest,
     Relation,
     SqlTarget,
@@ -84,6 +85,12 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         self.connection = _connect(conn)
         self._file_stages: set[Relation] = set()
         self._database_exists = False
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """The OpenLineage naming spec's Snowflake row: `snowflake://{account identifier}`, as the
+        URL names the account (the spec's `{organization}-{account}`: `myorg-myaccount`), and
+        `{database}.{schema}.{table}` as Snowflake folds them."""
+        return LineageDataset(f"snowflake://{self.url.host}", str(relation))
 
     # -- DB-API ------------------------------------------------------------------------------
 
