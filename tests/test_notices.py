@@ -17,24 +17,32 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 from pyspark.sql import SparkSession
 
+from synclog import project
 from synclog.cli.main import main
 from synclog.config import Config
-from synclog.errors import ConfigError
-from synclog.model import RunStatus
+from synclog.errors import ConfigError, InputError
+from synclog.model import DestinationObject, Run, RunStatus, SourceObject
+from synclog.naming import LineageDataset
 from synclog.notices import lineage
 from synclog.notices.delivery import SIGNATURE_HEADER, masked, signature
+from synclog.notices.notify import Notices
 from synclog.notices.rules import AlertRules, RunFacts, evaluate, outcome, stale
+from synclog.storage.location import Location
+from synclog.storage.runstore import RunState, RunStore
 from synclog.tracking import RecordQuery, RunQuery, find_records, find_runs
 from synclog.writer import SyncLog
-from synclog_testing.factories import make_records, make_run, record_rows
+from synclog_testing.factories import RECORD_COLUMNS, make_records, make_run, record_rows
 
+ROOT = Path(__file__).resolve().parent.parent
 SECRET = "s3cret-signing-key"
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 
@@ -144,6 +152,11 @@ def test_outcome_and_freshness() -> None:
         ("[notices]\nretries = -1", "notices: retries must be a whole number"),
         ("[notices]\npager = {}", "notices: unknown key 'pager'"),
         (
+            "[notices]\nopenlineage = { schema_url = 'urn:synclog:facet' }",
+            "notices.openlineage: schema_url must be an http\\(s\\) URL a consumer can fetch",
+        ),
+        ("[notices]\nopenlineage = { producer = 9 }", "notices.openlineage: producer must be a string"),
+        (
             "[defaults]\nalerts = { rejection_rate = 'high' }",
             "defaults.alerts: rejection_rate must be a number",
         ),
@@ -171,13 +184,13 @@ def test_a_sync_overrides_the_default_rules(tmp_path: Path) -> None:
 
 
 def test_the_notice_page_examples_load() -> None:
-    page = (Path(__file__).resolve().parent.parent / "docs/engines/notices.md").read_text()
+    page = (ROOT / "docs/engines/notices.md").read_text()
     blocks = re.findall(r"^```toml\n(.*?)^```", page, re.S | re.M)
     config = Config.from_dict(tomllib.loads("\n".join(blocks)), source="docs/engines/notices.md")
     assert config.sync(1234).alerts.rejection_rate == 0.2 and config.sync(1234).alerts.freshness_hours is None
     assert config.sync(1).alerts.volume_runs == 5
     assert [e.kind for e in config.notices.endpoints] == ["webhook", "slack"]
-    assert config.notices.lineage_namespace == "synclog"
+    assert config.notices.lineage == lineage.LineageSettings(namespace="synclog")
 
 
 def test_urls_are_masked_and_bodies_signed() -> None:
@@ -230,8 +243,9 @@ def _events_schema() -> dict[str, Any]:
 
 
 def _facet_schema() -> dict[str, Any]:
-    """SynclogRunFacet.json, with its reference to the spec's RunFacet resolved to the required fields."""
-    schema = json.loads((Path(lineage.__file__).parent / "SynclogRunFacet.json").read_text())
+    """The published SynclogRunFacet.json, its reference to the spec's RunFacet resolved to the
+    required fields."""
+    schema = json.loads((ROOT / "docs" / lineage.FACET_SCHEMA_PATH).read_text())
     definition = schema["$defs"]["SynclogRunFacet"]
     definition["allOf"][0] = {"type": "object", "required": ["_producer", "_schemaURL"]}
     return definition
@@ -243,26 +257,234 @@ def _validate(event: dict[str, Any]) -> None:
     jsonschema.validate(event["run"]["facets"][lineage.FACET], _facet_schema(), format_checker=checker)
 
 
-def test_an_aborted_run_ends_with_abort_and_the_same_run_id() -> None:
+def test_an_aborted_run_ends_with_abort_the_same_run_id_and_the_spec_s_facet_keys() -> None:
     from openlineage.client.serde import Serde
 
     run = make_run(sync_run_id=42, status=RunStatus.RUNNING)
     counts = {"succeeded": 3, "aborted": 2}
     ended = outcome(run.status, counts["aborted"])
-    tables = [("duckdb:///log.duckdb", "census.sync_log")]
-    start = Serde.to_dict(lineage.run_event(run, "acme", "running", {}, tables))
-    end = Serde.to_dict(lineage.run_event(run, "acme", ended, counts, tables))
+    settings = lineage.LineageSettings("acme")
+    tables = [LineageDataset("duckdb:///srv/log.duckdb", "census.sync_log")]
+    start = Serde.to_dict(lineage.run_event(run, settings, "running", run.started_at, {}, 0, tables))
+    end = Serde.to_dict(lineage.run_event(run, settings, ended, NOW, counts, 3, tables))
     for event in (start, end):
         _validate(event)
     assert (start["eventType"], end["eventType"]) == ("START", "ABORT")
     assert (
         start["run"]["runId"] == end["run"]["runId"] == lineage.run_id(1234, 42) != lineage.run_id(1234, 43)
     )
-    assert end["run"]["facets"]["synclog_run"]["_schemaURL"] == lineage.FACET_SCHEMA_URL
+    # Facet keys: the spec's own (jobType, outputStatistics), and one custom facet whose key is
+    # {prefix}_{name}, prefixed with the producing project's name.
+    for event in (start, end):
+        assert list(event["job"]["facets"]) == ["jobType"]
+        assert list(event["run"]["facets"]) == ["synclog_run"]
+        assert re.fullmatch(r"synclog_[a-z][a-zA-Z]*", lineage.FACET)
+    assert "outputFacets" not in start["outputs"][0] or start["outputs"][0]["outputFacets"] == {}
+    assert list(end["outputs"][0]["outputFacets"]) == ["outputStatistics"]
     assert end["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 3
     assert [(o["namespace"], o["name"]) for o in end["outputs"]] == [
-        ("salesforce://connection-301", "Contact"),
-        ("duckdb:///log.duckdb", "census.sync_log"),
+        ("synclog:connection:301", "object:401"),  # the engine named no dataset: synclog's ids do
+        ("duckdb:///srv/log.duckdb", "census.sync_log"),
+    ]
+
+
+def test_an_engine_names_its_source_and_destination_datasets() -> None:
+    from openlineage.client.serde import Serde
+
+    named = make_run(
+        source_object=SourceObject(
+            201, "Table", "users", lineage_namespace="postgres://app-db:5432", lineage_name="app.public.users"
+        ),
+        destination_object=DestinationObject(
+            401, "Contact", "Contact", lineage_namespace="https://api.example.com", lineage_name="/contacts"
+        ),
+    )
+    event = Serde.to_dict(lineage.run_event(named, lineage.LineageSettings(), "succeeded", NOW, {}, 0, []))
+    named_as = [(d["namespace"], d["name"]) for d in (*event["inputs"], *event["outputs"])]
+    assert named_as == [
+        ("postgres://app-db:5432", "app.public.users"),
+        ("https://api.example.com", "/contacts"),
+    ]
+    assert Run.from_dict(named.to_dict()) == named, "a run description carries them"
+    with pytest.raises(InputError, match="give lineage_namespace and lineage_name together"):
+        SourceObject(201, "Table", "users", lineage_namespace="postgres://app-db:5432")
+    with pytest.raises(InputError, match=r"DestinationObject 401: give lineage_namespace"):
+        Run.from_dict(
+            {
+                **named.to_dict(),
+                "destination_object": {"id": 401, "type": "C", "name": "c", "lineage_name": "/c"},
+            }
+        )
+
+
+def test_the_facet_schema_and_the_producer_point_at_the_release() -> None:
+    settings = lineage.LineageSettings()
+    published, _, pointer = settings.schema_url.partition("#")
+    assert published.startswith("https://") and published.startswith(project.DOCS_URL)
+    version_folder = published.removeprefix(project.DOCS_URL).split("/")[-2]
+    assert re.fullmatch(r"\d+-\d+-\d+", version_folder), "one path per version of the facet"
+    schema_file = ROOT / "docs" / published.removeprefix(project.DOCS_URL)  # the site is built from docs/
+    schema = json.loads(schema_file.read_text())
+    assert schema["$id"] == published and pointer == "/$defs/SynclogRunFacet"
+    assert "SynclogRunFacet" in schema["$defs"]
+    assert settings.producer == f"{project.SOURCE_URL}/tree/v{version('synclog')}"
+    # The project's public URLs, the same wherever they are named.
+    site = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert (site["site_url"], site["repo_url"]) == (project.DOCS_URL, project.SOURCE_URL)
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert (urls["Documentation"], urls["Source"]) == (project.DOCS_URL, project.SOURCE_URL)
+
+
+def test_the_producer_and_schema_url_are_settings(tmp_path: Path) -> None:
+    from openlineage.client.serde import Serde
+
+    config = _config(
+        tmp_path,
+        'openlineage = { namespace = "acme", producer = "https://git.example.com/synclog/tree/v9", '
+        'schema_url = "https://mirror.example.com/SynclogRunFacet.json#/$defs/SynclogRunFacet" }',
+        "",
+    )
+    settings = config.notices.lineage
+    assert settings is not None
+    event = Serde.to_dict(lineage.run_event(make_run(), settings, "succeeded", NOW, {"succeeded": 1}, 1, []))
+    facet = event["run"]["facets"]["synclog_run"]
+    assert facet["_schemaURL"] == "https://mirror.example.com/SynclogRunFacet.json#/$defs/SynclogRunFacet"
+    producers = {event["producer"], facet["_producer"], event["job"]["facets"]["jobType"]["_producer"]}
+    assert producers == {"https://git.example.com/synclog/tree/v9"}
+
+
+def test_a_run_kept_by_an_earlier_synclog_counts_its_unflagged_succeeded_records(tmp_path: Path) -> None:
+    """run.json of a run kept before the accepted records were counted (finished after an upgrade)."""
+    run = make_run()
+    state = json.loads(RunState(run, statuses={0: {"succeeded": 5, "invalid_null": 1}}).to_json())
+    del state["accepted"]
+    folder = tmp_path / "runs" / str(run.sync_id) / str(run.sync_run_id)
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps(state))
+    assert RunStore(Location.parse(str(tmp_path))).accepted(run) == 5
+
+
+# ---- OpenLineage run cycles, without Spark: events go to the client's file transport
+
+
+class _WrittenLog:
+    """What `Notices` reads of the log that wrote a run, for a log that names none of its tables
+    (the datasets of the log's tables have tests of their own)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    @property
+    def target(self) -> Any:
+        raise AssertionError("no log table is named")
+
+    def layouts(self, sync_id: int) -> tuple[str, ...]:
+        return ()
+
+
+@pytest.fixture
+def lineage_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the OpenLineage client's file transport (its own openlineage.yml) appends each event."""
+    events = tmp_path / "events.jsonl"
+    (tmp_path / "openlineage.yml").write_text(
+        f"transport:\n  type: file\n  log_file_path: {events}\n  append: true\n"
+    )
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(tmp_path / "openlineage.yml"))
+    return events
+
+
+def _lineage_notices(tmp_path: Path) -> Notices:
+    return Notices(_config(tmp_path, 'openlineage = { namespace = "acme" }', ""), _no_warning)
+
+
+def _no_warning(line: str) -> None:
+    raise AssertionError(line)
+
+
+def _sent(events: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
+
+
+def _expected(run: Run, event_type: str, at: str) -> dict[str, Any]:
+    """The event the spec asks for, built with the client's own classes (no facets)."""
+    from openlineage.client import event_v2 as ol
+    from openlineage.client.serde import Serde
+
+    source, destination = lineage.source_dataset(run), lineage.destination_dataset(run)
+    return Serde.to_dict(
+        ol.RunEvent(
+            eventType=ol.RunState[event_type],
+            eventTime=at,
+            run=ol.Run(runId=str(uuid.uuid5(lineage.RUN_NAMESPACE, f"{run.sync_id}/{run.sync_run_id}"))),
+            job=ol.Job(namespace="acme", name=f"sync-{run.sync_id}"),
+            inputs=[ol.InputDataset(namespace=source.namespace, name=source.name)],
+            outputs=[ol.OutputDataset(namespace=destination.namespace, name=destination.name)],
+            producer=lineage.LineageSettings().producer,
+        )
+    )
+
+
+def _core(event: dict[str, Any]) -> dict[str, Any]:
+    """An event without its facets: what the spec's run-cycle and naming rules are about."""
+    return {
+        "eventType": event["eventType"],
+        "eventTime": event["eventTime"],
+        "runId": event["run"]["runId"],
+        "job": (event["job"]["namespace"], event["job"]["name"]),
+        "inputs": [(d["namespace"], d["name"]) for d in event["inputs"]],
+        "outputs": [(d["namespace"], d["name"]) for d in event["outputs"]],
+        "producer": event["producer"],
+        "schemaURL": event["schemaURL"],
+    }
+
+
+def test_a_run_written_again_has_one_run_cycle(tmp_path: Path, lineage_events: Path) -> None:
+    start = datetime(2026, 3, 1, 9, tzinfo=UTC)
+    run = make_run(sync_run_id=7, started_at=start, finished_at=start + timedelta(minutes=5))
+    log = _WrittenLog(_config(tmp_path, "", ""))
+    for _ in range(2):  # written and finished, then all of it again by a new process (a replay)
+        notices = _lineage_notices(tmp_path)
+        notices.started(log, run)
+        notices.started(log, run)  # a second batch of the open run
+        notices.finished(log, run, {"succeeded": 3}, 3)
+        notices.started(log, run)  # a batch written after the run finished
+        notices.close()
+    events = _sent(lineage_events)
+    assert [(e["eventType"], e["eventTime"]) for e in events] == [
+        ("START", "2026-03-01T09:00:00+00:00"),
+        ("COMPLETE", "2026-03-01T09:05:00+00:00"),
+    ]
+    assert [_core(e) for e in events] == [
+        _core(_expected(run, "START", "2026-03-01T09:00:00+00:00")),
+        _core(_expected(run, "COMPLETE", "2026-03-01T09:05:00+00:00")),
+    ]
+
+    # A run the engine says finished before it started (clock skew): its times still never go back.
+    skewed = replace(run, sync_run_id=8, finished_at=start - timedelta(minutes=1), status=RunStatus.FAILED)
+    notices = _lineage_notices(tmp_path)
+    notices.finished(log, skewed, {"rejected": 2}, 0)  # no batch was written: START is sent first
+    notices.close()
+    later = [(e["eventType"], e["eventTime"]) for e in _sent(lineage_events)[2:]]
+    assert later == [("START", "2026-03-01T09:00:00+00:00"), ("FAIL", "2026-03-01T09:00:00+00:00")]
+
+
+def test_naive_run_times_are_utc_in_events_as_in_the_run(
+    tmp_path: Path, lineage_events: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "America/New_York")  # the process's local zone: UTC-5 in March
+    time.tzset()
+    try:
+        run = make_run(started_at=datetime(2026, 3, 1, 9), finished_at=datetime(2026, 3, 1, 9, 30))
+        log, notices = _WrittenLog(_config(tmp_path, "", "")), _lineage_notices(tmp_path)
+        notices.started(log, run)
+        notices.finished(log, run, {"succeeded": 1}, 1)
+        notices.close()
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert [e["eventTime"] for e in _sent(lineage_events)] == [
+        "2026-03-01T09:00:00+00:00",  # a naive time is UTC (synclog.model.as_utc), not local time
+        "2026-03-01T09:30:00+00:00",
     ]
 
 
@@ -330,10 +552,12 @@ def test_a_sync_s_runs_send_notices_resolved_notices_and_lineage(
         (ids[2], "START"),
         (ids[2], "COMPLETE"),
         (ids[3], "START"),
-        (ids[3], "FAIL"),
-        (ids[3], "START"),  # the replay: the same run again
-        (ids[3], "FAIL"),
+        (ids[3], "FAIL"),  # the replay of run 3 sends nothing: its run cycle is over
     ]
+    for first_event, last_event in zip(events[::2], events[1::2], strict=True):
+        assert datetime.fromisoformat(first_event["eventTime"]) <= datetime.fromisoformat(
+            last_event["eventTime"]
+        )
     assert str(uuid.UUID(ids[3])) == ids[3] and ids[3] == lineage.run_id(1234, 3)
     complete = events[1]
     job = complete["job"]
@@ -343,14 +567,18 @@ def test_a_sync_s_runs_send_notices_resolved_notices_and_lineage(
         "BATCH",
     )
     assert [(i["namespace"], i["name"]) for i in complete["inputs"]] == [
-        ("snowflake://connection-101", "High-value customers")
+        ("synclog:connection:101", "object:201")
     ]
     destination, *tables = complete["outputs"]
+    # 40 records, 8 rejected: the destination accepted 32, the NULL (#3) and DUPLICATE (#8)
+    # identifiers among them; the run's counts put those two under invalid (30 succeeded).
     assert (destination["name"], destination["outputFacets"]["outputStatistics"]["rowCount"]) == (
-        "Contact",
-        30,
+        "object:401",
+        32,
     )
-    assert "census.sync_log" in {t["name"] for t in tables}
+    assert (f"duckdb://{tmp_path / 'log.duckdb'}", "census.sync_log") in {
+        (t["namespace"], t["name"]) for t in tables
+    }
     facet = complete["run"]["facets"]["synclog_run"]
     assert facet["statuses"] == {"succeeded": 30, "rejected": 7, "invalid_null": 1, "invalid_duplicate": 2}
     assert (facet["records"], facet["outcome"]) == (40, "succeeded")
@@ -359,6 +587,30 @@ def test_a_sync_s_runs_send_notices_resolved_notices_and_lineage(
     everything = b" ".join(body for _, _, body in receiver.received)
     assert b"example.com" not in everything and b"boom" not in everything, "no payload values, no errors"
     assert not [m for m in messages if m.startswith("warning")]
+
+
+def test_the_cli_shows_the_console_transport_s_events(
+    tmp_path: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "openlineage.yml").write_text("transport:\n  type: console\n")
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(tmp_path / "openlineage.yml"))
+    config = tmp_path / "synclog.toml"
+    config.write_text(
+        f'storage = "{tmp_path / "store"}"\n[notices]\nopenlineage = {{ namespace = "acme" }}\n'
+    )
+    run = make_run(sync_run_id=9)
+    (tmp_path / "run.json").write_text(json.dumps(run.to_dict()))
+    records = [dict(zip(RECORD_COLUMNS, row, strict=True)) for row in record_rows(run, 4)]
+    lines = [json.dumps(r, default=lambda moment: moment.isoformat()) for r in records]
+    (tmp_path / "records.jsonl").write_text("\n".join(lines))
+    target = f"duckdb:///{tmp_path / 'log.duckdb'}"
+    files = ["--run", str(tmp_path / "run.json"), "--records", str(tmp_path / "records.jsonl")]
+    assert main(["--config", str(config), "write", *files, "--target", target]) == 0
+    shown = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    assert [(e["eventType"], e["job"]["name"]) for e in shown] == [
+        ("START", "sync-1234"),
+        ("COMPLETE", "sync-1234"),
+    ]
 
 
 def test_a_receiver_down_or_slow_changes_nothing_and_waits_a_bounded_time(

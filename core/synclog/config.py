@@ -40,6 +40,7 @@ from synclog import config_keys as keys
 from synclog.error_codes import DEFAULT_PATTERN, checked_pattern
 from synclog.errors import ConfigError
 from synclog.notices.delivery import Endpoint, NoticeSettings
+from synclog.notices.lineage import LineageSettings
 from synclog.notices.rules import AlertRules
 from synclog.privacy import PayloadPolicy
 from synclog.storage.location import Location
@@ -302,14 +303,20 @@ def _notices(data: Any, where: str) -> NoticeSettings:
         if url is not None and not url.startswith(("http://", "https://")):
             raise ConfigError(f"{where}.{kind}: url must start with http:// or https://")
         endpoints.append(Endpoint(kind, url, part.get("url_env"), part.get("secret_env")))
-    namespace = None
-    if "openlineage" in data:
-        _only(data["openlineage"], keys.names("notices.openlineage"), f"{where}.openlineage")
-        namespace = data["openlineage"].get("namespace", "synclog")
-        if not isinstance(namespace, str) or not namespace:
-            raise ConfigError(f"{where}.openlineage: namespace must be a string")
+    lineage = _lineage(data["openlineage"], f"{where}.openlineage") if "openlineage" in data else None
     timeout = _number(data.get("timeout_seconds", 5.0), where, "timeout_seconds must be a number of seconds")
     retries = _number(data.get("retries", 2), where, "retries must be a whole number", whole=True)
     if timeout <= 0:
         raise ConfigError(f"{where}: timeout_seconds must be above 0, got {timeout!r}")
-    return NoticeSettings(tuple(endpoints), namespace, float(timeout), retries)
+    return NoticeSettings(tuple(endpoints), lineage, float(timeout), retries)
+
+
+def _lineage(data: Any, where: str) -> LineageSettings:
+    """`[notices.openlineage]`: `namespace`, and the `producer` and `schema_url` URLs."""
+    _only(data, keys.names("notices.openlineage"), where)
+    for key, value in data.items():
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where}: {key} must be a string")
+        if key != "namespace" and not value.startswith(("https://", "http://")):
+            raise ConfigError(f"{where}: {key} must be an http(s) URL a consumer can fetch")
+    return LineageSettings(**data)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from synclog.notices.lineage import FACET_SCHEMA_PATH
+from synclog.project import DOCS_URL, SOURCE_URL
+
 
 @dataclass(frozen=True)
 class Key:
@@ -145,7 +148,21 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("url", "string", "The incoming webhook's URL (or `url_env`)."),
         Key("url_env", "string", "The environment variable holding the URL (it is a secret)."),
     ),
-    "notices.openlineage": (Key("namespace", "string", "The job namespace.", '"synclog"'),),
+    "notices.openlineage": (
+        Key("namespace", "string", "The job namespace.", '"synclog"'),
+        Key(
+            "producer",
+            "http(s) URL",
+            "Every event's and facet's `producer`.",
+            f"this release's source, `{SOURCE_URL}/tree/v<version>`",
+        ),
+        Key(
+            "schema_url",
+            "http(s) URL",
+            "The `synclog_run` facet's `_schemaURL`.",
+            f"the schema on the docs site, `{DOCS_URL}{FACET_SCHEMA_PATH}`",
+        ),
+    ),
 }
 """Every table of `synclog.toml` and its keys: NAME and ID stand for any name or sync id; `tables.NAME`
 and `alerts` are tables inside `[defaults]` and `[syncs.ID]`."""

@@ -101,6 +101,14 @@ class SourceObject:
     business_object_id: int | None = None
     filter_segment_id: int | None = None
     cohort_id: int | None = None
+    lineage_namespace: str | None = None
+    """With `lineage_name`: the dataset OpenLineage events name as the run's input, by the
+    OpenLineage naming spec (`postgres://db.example.com:5432` and `app.public.users`);
+    without them, a form that names the object by synclog's ids (docs/engines/notices.md)."""
+    lineage_name: str | None = None
+
+    def __post_init__(self) -> None:
+        _both_or_neither(self)
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,24 @@ class DestinationObject:
     id: int
     type: str
     name: str
+    lineage_namespace: str | None = None
+    """With `lineage_name`: the dataset OpenLineage events name as the run's output
+    (`https://api.example.com` and `/contacts`); without them, synclog's ids name it."""
+    lineage_name: str | None = None
+
+    def __post_init__(self) -> None:
+        _both_or_neither(self)
+
+
+def _both_or_neither(thing: SourceObject | DestinationObject) -> None:
+    """An object names its OpenLineage dataset whole (namespace and name) or not at all."""
+    if (thing.lineage_namespace is None) != (thing.lineage_name is None) or "" in (
+        thing.lineage_namespace,
+        thing.lineage_name,
+    ):
+        raise InputError(
+            f"{type(thing).__name__} {thing.id}: give lineage_namespace and lineage_name together, or neither"
+        )
 
 
 @dataclass(frozen=True)
@@ -263,7 +289,7 @@ def _object(kind: type[T], data: dict[str, Any], key: str) -> T:
     for f in fields(kind):  # type: ignore[arg-type]
         if f.name == "id" or f.name.endswith("_id"):
             values[f.name] = _integer(part, f.name, optional=f.name != "id")
-        elif f.name in part:
+        elif part.get(f.name) is not None:
             values[f.name] = str(part[f.name])
         elif f.name == "type":
             raise InputError(f"run description: missing key '{key}.type'")

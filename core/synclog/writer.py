@@ -354,10 +354,11 @@ class SyncLog:
         waiting = self.store.pending_of(run)
         batches = sorted({*flagged, *(waiting.batches if waiting else ())})
         statuses = self.store.statuses(run)  # before the load forgets the run
+        accepted = self.store.accepted(run)
         if run.status is RunStatus.FAILED and statuses.get(RecordStatus.SUCCEEDED, 0):
             run = replace(run, status=RunStatus.PARTIAL)
         loaded = self._load_or_keep(run, batches, finished=True, passes=passes) or {}
-        self.notices.finished(self, run, statuses)
+        self.notices.finished(self, run, statuses, accepted)
         return loaded
 
     def _flag_repeated(self, run: Run) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from synclog.errors import SynclogError, TargetError, first_line
+from synclog.notices.lineage import show_console_events
 from synclog.spark import LOG_LEVEL_ENV
 
 USAGE_ERROR = 2
@@ -48,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verbose:
         os.environ.setdefault(LOG_LEVEL_ENV, "WARN")
+    show_console_events()  # the console transport's OpenLineage events, on standard error
     try:
         return int(args.handler(args) or 0)
     except SynclogError as exc:

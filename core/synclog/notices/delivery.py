@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from synclog.errors import first_line
+from synclog.notices.lineage import LineageSettings
 
 SIGNATURE_HEADER = "X-Synclog-Signature"
 """`sha256=<hex HMAC-SHA256 of the body>`, keyed with the secret of the webhook's `secret_env`."""
@@ -53,8 +54,8 @@ class NoticeSettings:
     """The `[notices]` table: destinations, OpenLineage, and how hard deliveries try."""
 
     endpoints: tuple[Endpoint, ...] = ()
-    lineage_namespace: str | None = None
-    """The OpenLineage job namespace; None: no OpenLineage events."""
+    lineage: LineageSettings | None = None
+    """`[notices.openlineage]`; None: no OpenLineage events."""
     timeout_seconds: float = 5.0
     retries: int = 2
 

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from synclog.errors import SynclogError, first_line
 from synclog.layouts.registry import layout
-from synclog.model import Run
+from synclog.model import Run, as_utc
+from synclog.naming import LineageDataset
 from synclog.notices import lineage
 from synclog.notices.delivery import (
     Courier,
@@ -34,7 +35,6 @@ from synclog.notices.rules import RULES, AlertRules, Firing, RunFacts, evaluate,
 from synclog.notices.state import NoticeState
 from synclog.targets.base import Target
 from synclog.tracking import RunQuery, find_runs, find_syncs, held_layouts
-from synclog.urls import TargetURL
 
 if TYPE_CHECKING:
     from synclog.config import Config
@@ -45,9 +45,6 @@ class WrittenLog(Protocol):
 
     @property
     def config(self) -> Config: ...
-
-    @property
-    def url(self) -> TargetURL: ...
 
     @property
     def target(self) -> Target: ...
@@ -67,7 +64,7 @@ class Notices:
         self.warn = warn
         self.state = NoticeState(config.storage)
         self._couriers: dict[str, Courier] = {}
-        self._lineage_off: str | None = None if self.settings.lineage_namespace else "not configured"
+        self._lineage_off: str | None = None if self.settings.lineage else "not configured"
         self._client: Any = None
 
     @property
@@ -76,11 +73,12 @@ class Notices:
         return bool(self.settings.endpoints) or self._lineage_off is None
 
     def started(self, log: WrittenLog, run: Run) -> None:
-        """The run's first batch is written: its OpenLineage START event."""
-        self._guarded(run, lambda: self._lineage(log, run, "running", {}))
+        """The run's first batch is written: its OpenLineage START event, unless it was sent."""
+        self._guarded(run, lambda: self._lineage(log, run, None, {}, 0))
 
-    def finished(self, log: WrittenLog, run: Run, statuses: dict[str, int]) -> None:
-        """The run has finished with these records by status: its rules, notices and terminal event."""
+    def finished(self, log: WrittenLog, run: Run, statuses: dict[str, int], accepted: int) -> None:
+        """The run has finished with these records by status, `accepted` of them taken by the
+        destination: its rules, notices and terminal event."""
 
         def tell() -> None:
             ended = outcome(run.status, statuses.get("aborted", 0))
@@ -89,9 +87,7 @@ class Notices:
                 earlier = self._earlier(log, run, rules)
                 facts = RunFacts(run.sync_id, run.sync_run_id, ended, statuses)
                 self.announce(run.sync_id, run.sync_run_id, evaluate(rules, facts, earlier), RUN_RULES)
-            if not statuses:  # no batch was written, so no START was sent
-                self._lineage(log, run, "running", {})
-            self._lineage(log, run, ended, statuses)
+            self._lineage(log, run, ended, statuses, accepted)
 
         self._guarded(run, tell)
 
@@ -195,20 +191,41 @@ class Notices:
             )
         return self._couriers[where]
 
-    def _lineage(self, log: WrittenLog, run: Run, ended: str, statuses: dict[str, int]) -> None:
-        namespace = self.settings.lineage_namespace
-        if namespace is None or self._lineage_off:
+    def _lineage(
+        self, log: WrittenLog, run: Run, ended: str | None, statuses: dict[str, int], accepted: int
+    ) -> None:
+        """Send what is left of the run's OpenLineage run cycle: START unless it was sent, then
+        the terminal event of `ended` (an outcome; None: the run goes on). Once the terminal
+        event is sent, nothing more; no event is timed before one sent earlier."""
+        settings = self.settings.lineage
+        if settings is None or self._lineage_off:
             return
         self._lineage_off = lineage.available()
         if self._lineage_off:
             self.warn(f"warning: {self._lineage_off}")
             return
-        event = lineage.run_event(run, namespace, ended, statuses, _tables(log, run.sync_id))
-        kind = "START" if ended == "running" else lineage.EVENT_TYPES[ended]
-        self._courier("OpenLineage").send(
-            f"OpenLineage {kind} event of sync {run.sync_id} run {run.sync_run_id}",
-            lambda _timeout: self._emitter().emit(event),
-        )
+        state = self.state.load(run.sync_id)
+        last = state.lineage.get(run.sync_run_id)
+        if last is not None and last[0] != "START":
+            return  # the run's cycle is over
+        begun = as_utc(run.started_at) if last is None else last[1]
+        due = [("running", begun)] if last is None else []
+        if ended is not None:
+            due.append((ended, max(as_utc(run.finished_at or datetime.now(UTC)), begun)))
+        if not due:
+            return
+        tables = _tables(log, run.sync_id)
+        sent = []
+        for ending, at in due:
+            kind = lineage.event_type(ending)
+            sent.append((kind, lineage.run_event(run, settings, ending, at, statuses, accepted, tables)))
+            state.mark_lineage(run.sync_run_id, kind, at)
+        self.state.save(run.sync_id, state)
+        for kind, event in sent:
+            self._emit(f"OpenLineage {kind} event of sync {run.sync_id} run {run.sync_run_id}", event)
+
+    def _emit(self, what: str, event: Any) -> None:
+        self._courier("OpenLineage").send(what, lambda _timeout: self._emitter().emit(event))
 
     def _emitter(self) -> Any:
         if self._client is None:
@@ -244,23 +261,17 @@ class Notices:
             self.warn(f"warning: notices of sync {run.sync_id} run {run.sync_run_id}: {first_line(exc)}")
 
 
-def _tables(log: WrittenLog, sync_id: int) -> list[tuple[str, str]]:
-    """synclog's tables written for `sync_id`, as OpenLineage (namespace, name); none while the
-    target does not answer."""
+def _tables(log: WrittenLog, sync_id: int) -> list[LineageDataset]:
+    """synclog's tables written for `sync_id`, as OpenLineage names them (the target's
+    `lineage_dataset`), each once; none while the target does not answer."""
     settings = log.config.sync(sync_id)
-    namespace = _target_namespace(log.url)
     try:
-        return [
-            (namespace, str(log.target.relation(table, table.view)))
+        named = [
+            log.target.lineage_dataset(log.target.relation(table, table.view))
             for name in log.layouts(sync_id)
             for table in layout(name).tables
             if settings.table(table.view or table.name).enabled
         ]
     except SynclogError:
         return []
-
-
-def _target_namespace(url: TargetURL) -> str:
-    """The target as a dataset namespace: scheme, host, port and path; no user, password or query."""
-    port = f":{url.port}" if url.port else ""
-    return f"{url.scheme}://{url.host}{port}{url.path}"
+    return list(dict.fromkeys(named))  # the lake keeps two tables in one folder

@@ -5,11 +5,11 @@
 
 A write's Spark tasks (`synclog.write_job`) keep their canonical rows here through a
 `StoreWriter`, one file per batch under a folder of the write's own, and report each file with
-its row count and status counts. Only when no row broke a rule does the driver commit
-(`commit_write`): `run.json` (which it alone writes, replacing it whole) then names the write's
-files for each batch it carries, and the files of the copies they replace are deleted. A batch
-written again replaces its earlier copy; a write that fails or is refused leaves the run as it
-was (`abort_write`).
+its row count, its records by status and how many of them the destination accepted. Only when
+no row broke a rule does the driver commit (`commit_write`): `run.json` (which it alone writes,
+replacing it whole) then names the write's files for each batch it carries, and the files of the
+copies they replace are deleted. A batch written again replaces its earlier copy; a write that
+fails or is refused leaves the run as it was (`abort_write`).
 
 `run.json` also says which batches still wait for the target (`pending`) and whether the run
 has finished: the store doubles as the spool that `SyncLog.flush` empties. The driver finds
@@ -65,6 +65,8 @@ class RunState:
     finished: bool = False
     statuses: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     """Per kept batch, its records as counted (`RecordStatus.counted`)."""
+    accepted: Mapping[int, int] = field(default_factory=dict)
+    """Per kept batch, its records the destination took (status `succeeded`, flagged or not)."""
     writes: int = 0
     """How many writes kept batches of the run: with more than one, `finish` looks for identifiers
     that several batches hold (see `SyncLog.finish`)."""
@@ -77,6 +79,7 @@ class RunState:
         statuses = {str(n): dict(counts) for n, counts in self.statuses.items()}
         types = {str(n): list(pairs) for n, pairs in self.payload_types.items()}
         extra = {"finished": self.finished, "statuses": statuses, "writes": self.writes}
+        extra["accepted"] = {str(n): count for n, count in self.accepted.items()}
         extra["payload_types"] = types
         return json.dumps({**state, **extra})
 
@@ -92,6 +95,7 @@ class RunState:
             pending=tuple(data["pending"]),
             finished=bool(data["finished"]),
             statuses={int(n): dict(counts) for n, counts in data.get("statuses", {}).items()},
+            accepted={int(n): int(count) for n, count in data.get("accepted", {}).items()},
             writes=int(data.get("writes", 2)),  # unknown: check the run at finish
             payload_types={int(n): tuple(pairs) for n, pairs in data.get("payload_types", {}).items()},
         )
@@ -136,16 +140,18 @@ class RunStore:
         """Make a write's files (its tasks' `StoreWriter` reports) the run's copies of their batches."""
         files: dict[int, list[StoredFile]] = {}
         per_batch: dict[int, Counter[str]] = {}
+        accepted: Counter[int] = Counter()
         types: dict[int, set[str]] = {}
         for report in reports:
             data = json.loads(report)
             number = int(data["batch"])
             files.setdefault(number, []).append(StoredFile(data["path"], int(data["rows"])))
             per_batch.setdefault(number, Counter()).update(data["statuses"])
+            accepted[number] += int(data["accepted"])
             if "types" in data:
                 types.setdefault(number, set()).update(data["types"])
         kept = {n: tuple(f) for n, f in files.items()}
-        self._commit(run, kept, per_batch, types)
+        self._commit(run, kept, per_batch, accepted, types)
         return Written(tuple(sorted(files)), dict(sum(per_batch.values(), Counter())))
 
     def _commit(
@@ -153,6 +159,7 @@ class RunStore:
         run: Run,
         batches: Mapping[int, tuple[StoredFile, ...]],
         statuses: Mapping[int, Mapping[str, int]],
+        accepted: Mapping[int, int],
         types: Mapping[int, set[str]] | None = None,
     ) -> None:
         before = self.state(run) or RunState(run)
@@ -164,6 +171,7 @@ class RunStore:
                 run=run,
                 batches={**before.batches, **batches},
                 statuses={**before.statuses, **{n: dict(c) for n, c in statuses.items()}},
+                accepted={**before.accepted, **accepted},
                 writes=before.writes + 1,
                 payload_types=payload_types,
             )
@@ -188,6 +196,16 @@ class RunStore:
         for counts in state.statuses.values() if state else ():
             total.update(counts)
         return dict(total)
+
+    def accepted(self, run: Run) -> int:
+        """Records of `run`'s kept batches that the destination took (status `succeeded`, flagged
+        or not); a batch written again counts once. A batch kept by an earlier synclog, which did
+        not count them, counts its unflagged succeeded records."""
+        state = self.state(run)
+        if state is None:
+            return 0
+        older = {n: counts.get(RecordStatus.SUCCEEDED, 0) for n, counts in state.statuses.items()}
+        return sum({**older, **state.accepted}.values())
 
     def identifiers(self, spark: SparkSession, run: Run) -> DataFrame | None:
         """`record_identifier` and `batch_number` of `run`'s kept batches (None: nothing kept yet).
@@ -305,6 +323,7 @@ class StoreTask:
     def __init__(self, files: PartFiles) -> None:
         self.files = files
         self.counts: dict[str, Counter[str]] = {}
+        self.accepted: Counter[str] = Counter()
         self.types: dict[str, set[str]] = {}
 
     def write(self, batch: pa.RecordBatch, payload_types: pa.Array | None = None) -> None:
@@ -316,8 +335,10 @@ class StoreTask:
             rows = batch.filter(chosen)
             key = str(number)
             self.files.write(key, rows)
-            outcomes = zip(*(rows.column(c).to_pylist() for c in ("status", "invalid_reason")), strict=True)
+            statuses = rows.column("status")
+            outcomes = zip(statuses.to_pylist(), rows.column("invalid_reason").to_pylist(), strict=True)
             self.counts.setdefault(key, Counter()).update(RecordStatus.counted(*o).value for o in outcomes)
+            self.accepted[key] += pc.sum(pc.equal(statuses, RecordStatus.SUCCEEDED.value)).as_py() or 0
             if payload_types is not None:
                 pairs = pc.unique(pc.list_flatten(payload_types.filter(chosen))).to_pylist()
                 self.types.setdefault(key, set()).update(pairs)
@@ -327,6 +348,7 @@ class StoreTask:
         reports = []
         for key, path, rows in self.files.close():
             report = {"batch": int(key), "path": path, "rows": rows, "statuses": self.counts[key]}
+            report["accepted"] = self.accepted[key]
             if key in self.types:
                 report["types"] = sorted(self.types[key])
             reports.append(json.dumps(report))
