@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import duckdb
 import pytest
 from pyspark.sql import SparkSession
 
-from synclog import Config, SyncLog
+from synclog import Config, SyncLog, stable_id
 from synclog_example_engine import ContactsAPI, already_in_destination, changes, contacts_run, sync
 from synclog_example_engine.__main__ import main
 
@@ -31,16 +32,32 @@ def logged(database: Path, run_id: int) -> list[tuple[Any, ...]]:
 
 
 def test_every_answer_is_logged_once_and_a_replayed_batch_adds_nothing(
-    tmp_path: Path, spark: SparkSession
+    tmp_path: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = changes()
     database = tmp_path / "logs.duckdb"
     url = f"duckdb:///{database}"
-    config = Config.from_dict({"storage": str(tmp_path / "storage")})
+    events = tmp_path / "lineage.jsonl"  # where the OpenLineage client's file transport appends
+    lineage_config = tmp_path / "openlineage.yml"
+    lineage_config.write_text(f"transport: {{type: file, log_file_path: {events}, append: true}}")
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(lineage_config))
+    notices = {"openlineage": {"namespace": "engine"}}
+    config = Config.from_dict({"storage": str(tmp_path / "storage"), "notices": notices})
     with ContactsAPI(already_in_destination(source)) as api, SyncLog.open(url, config, spark) as log:
-        report = sync(source, api.url, log, contacts_run(), batch_size=40)
+        report = sync(source, api.url, log, contacts_run(api_url=api.url), batch_size=40)
     run_id = report.run.sync_run_id
     assert report.run.status == "succeeded" and len(report.batches) == 5
+
+    # OpenLineage: the API's contacts are the output the engine named; the source, which names no
+    # dataset, is named by synclog's ids; the log's tables by DuckDB's file.
+    start, complete = (json.loads(line) for line in events.read_text().splitlines())
+    assert (start["eventType"], complete["eventType"]) == ("START", "COMPLETE")
+    assert [(d["namespace"], d["name"]) for d in complete["inputs"]] == [
+        (f"synclog:connection:{stable_id('source')}", f"object:{stable_id('users')}")
+    ]
+    outputs = [(d["namespace"], d["name"]) for d in complete["outputs"]]
+    assert outputs[0] == (api.url, "/contacts")
+    assert (f"duckdb://{database}", "census.sync_log") in outputs
 
     # Every attempted record exactly once, with the API's own answer.
     counted = rows(

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
             ContactsAPI(already_in_destination(source), failing_from=args.fail_from) as api,
             SyncLog.open(args.target) as log,
         ):
-            report = sync(source, api.url, log, contacts_run(), args.batch_size)
+            report = sync(source, api.url, log, contacts_run(api_url=api.url), args.batch_size)
     except SynclogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, TargetError) else 2

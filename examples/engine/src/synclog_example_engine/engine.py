@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from synclog import (
     Behaviour,
@@ -44,9 +45,18 @@ class SyncReport:
     statuses: Counter[str]
 
 
-def contacts_run(run_uuid: str | None = None) -> Run:
-    """A new run of the sync, its engine names mapped to synclog's integer ids and kept in `extra`."""
+def contacts_run(run_uuid: str | None = None, api_url: str | None = None) -> Run:
+    """A new run of the sync, its engine names mapped to synclog's integer ids and kept in `extra`.
+
+    Given the API's URL, the destination object says which dataset OpenLineage events name as
+    the run's output: the API (`http://host:port`) and its contacts (`/contacts`). The source,
+    a model this process computes, is no dataset anyone else names: it has none.
+    """
     run_uuid = run_uuid or str(uuid.uuid4())
+    contacts = DestinationObject(stable_id("contacts-api/contacts"), "Contact", "contacts")
+    if api_url is not None:
+        api = f"{urlsplit(api_url).scheme}://{urlsplit(api_url).netloc}"
+        contacts = replace(contacts, lineage_namespace=api, lineage_name="/contacts")
     return Run(
         org_id=stable_id("example-org"),
         workspace_id=stable_id("example-org/prod"),
@@ -57,7 +67,7 @@ def contacts_run(run_uuid: str | None = None) -> Run:
         source=Connection(stable_id("source"), "Python::Connection", "source"),
         source_object=SourceObject(stable_id("users"), "Model", "users"),
         destination=Connection(stable_id("contacts-api"), "HTTP::Connection", "contacts-api"),
-        destination_object=DestinationObject(stable_id("contacts-api/contacts"), "Contact", "contacts"),
+        destination_object=contacts,
         started_at=datetime.now(UTC),
         extra={"sync_name": SYNC_NAME, "run_id": run_uuid},
     )
