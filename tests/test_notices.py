@@ -317,24 +317,6 @@ def test_an_engine_names_its_source_and_destination_datasets() -> None:
         )
 
 
-def test_the_facet_schema_and_the_producer_point_at_the_release() -> None:
-    settings = lineage.LineageSettings()
-    published, _, pointer = settings.schema_url.partition("#")
-    assert published.startswith("https://") and published.startswith(project.DOCS_URL)
-    version_folder = published.removeprefix(project.DOCS_URL).split("/")[-2]
-    assert re.fullmatch(r"\d+-\d+-\d+", version_folder), "one path per version of the facet"
-    schema_file = ROOT / "docs" / published.removeprefix(project.DOCS_URL)  # the site is built from docs/
-    schema = json.loads(schema_file.read_text())
-    assert schema["$id"] == published and pointer == "/$defs/SynclogRunFacet"
-    assert "SynclogRunFacet" in schema["$defs"]
-    assert settings.producer == f"{project.SOURCE_URL}/tree/v{version('synclog')}"
-    # The project's public URLs, the same wherever they are named.
-    site = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
-    assert (site["site_url"], site["repo_url"]) == (project.DOCS_URL, project.SOURCE_URL)
-    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
-    assert (urls["Documentation"], urls["Source"]) == (project.DOCS_URL, project.SOURCE_URL)
-
-
 def test_the_producer_and_schema_url_are_settings(tmp_path: Path) -> None:
     from openlineage.client.serde import Serde
 
@@ -486,6 +468,82 @@ def test_naive_run_times_are_utc_in_events_as_in_the_run(
         "2026-03-01T09:00:00+00:00",  # a naive time is UTC (synclog.model.as_utc), not local time
         "2026-03-01T09:30:00+00:00",
     ]
+
+
+# ---- the events of a run written by SyncLog
+
+
+@pytest.fixture(scope="module")
+def written(
+    tmp_path_factory: pytest.TempPathFactory, spark: SparkSession
+) -> tuple[Path, list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """A run of 10 records logged by `write_run` into `duckdb:///logs.duckdb` (a path relative to
+    the working folder), its OpenLineage events going to the client's file transport: the folder,
+    the events and the records."""
+    folder = tmp_path_factory.mktemp("written")
+    (folder / "openlineage.yml").write_text(
+        f"transport:\n  type: file\n  log_file_path: {folder / 'events.jsonl'}\n  append: true\n"
+    )
+    config = _config(folder, 'openlineage = { namespace = "acme" }', "")
+    run = make_run(sync_run_id=11)
+    rows = record_rows(run, 10)  # #4 and #9 rejected; #3 a NULL identifier, #9 repeats #8's
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.setenv("OPENLINEAGE_CONFIG", str(folder / "openlineage.yml"))
+        with SyncLog.open("duckdb:///logs.duckdb", config, spark) as log:
+            log.write_run(run, make_records(spark, rows))
+    return folder, _sent(folder / "events.jsonl"), rows
+
+
+def test_events_name_their_datasets_by_the_naming_spec(
+    written: tuple[Path, list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    folder, events, _ = written
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    complete = events[-1]
+    source = [(d["namespace"], d["name"]) for d in complete["inputs"]]
+    destination, *tables = [(d["namespace"], d["name"]) for d in complete["outputs"]]
+    # The engine named neither object: synclog's ids do, in a form no data source has.
+    assert (source, destination) == (
+        [("synclog:connection:101", "object:201")],
+        ("synclog:connection:301", "object:401"),
+    )
+    # The log's tables, in DuckDB's file, named by its absolute path (not the relative URL's text).
+    assert ("census.sync_log" in {name for _, name in tables}) and {ns for ns, _ in tables} == {
+        f"duckdb://{folder}/logs.duckdb"
+    }
+
+
+def test_row_count_is_the_records_the_destination_accepted(
+    written: tuple[Path, list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    _, events, rows = written
+    accepted = sum(1 for row in rows if row[2] == "succeeded")  # the destination's answer per record
+    complete = events[-1]
+    assert complete["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == accepted == 8
+    # The run's counts put the flagged records it accepted (#3 NULL, #8 DUPLICATE) under invalid.
+    assert complete["run"]["facets"]["synclog_run"]["statuses"]["succeeded"] == 6
+
+
+def test_the_facet_schema_and_the_producer_are_the_release_s(
+    written: tuple[Path, list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    _, events, _ = written
+    for event in events:
+        _validate(event)
+        published, _, pointer = event["run"]["facets"]["synclog_run"]["_schemaURL"].partition("#")
+        assert published.startswith("https://"), "a URL a consumer can fetch"
+        assert published.startswith(project.DOCS_URL) and pointer == "/$defs/SynclogRunFacet"
+        version_folder = published.removeprefix(project.DOCS_URL).split("/")[-2]
+        assert re.fullmatch(r"\d+-\d+-\d+", version_folder), "one path per version of the facet"
+        schema_file = ROOT / "docs" / published.removeprefix(project.DOCS_URL)  # the site is built from docs/
+        assert json.loads(schema_file.read_text())["$id"] == published
+        assert event["producer"] == f"{project.SOURCE_URL}/tree/v{version('synclog')}"
+    # The project's public URLs, the same wherever they are named.
+    site = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert (site["site_url"], site["repo_url"]) == (project.DOCS_URL, project.SOURCE_URL)
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert (urls["Documentation"], urls["Source"]) == (project.DOCS_URL, project.SOURCE_URL)
 
 
 def test_a_sync_s_runs_send_notices_resolved_notices_and_lineage(
