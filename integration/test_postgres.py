@@ -40,7 +40,13 @@ from synclog_testing.conformance import (
 from synclog_testing.factories import REJECTION, make_records, make_run, record_rows
 from synclog_testing.network import tcp_outage
 from synclog_testing.outage import Outage
-from synclog_testing.privacy import MASK_KEY, MASK_KEY_ENV, check_masked, check_tracking_cli, masked_demo
+from synclog_testing.privacy import (
+    MASK_KEY,
+    MASK_KEY_ENV,
+    check_masked,
+    check_tracking_cli,
+    masked_demo_runs,
+)
 from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
 from synclog_testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
@@ -292,18 +298,20 @@ class TestPostgres(
                 registry().open(TargetURL.parse(f"postgresql://u@127.0.0.1:{port}/db?connect_timeout=1"))
             assert time.monotonic() - started < 10
 
-    # -- the demo under a payload policy, and Sync Tracking over it -----------------------------
+    # -- the demo's runs under a payload policy, and Sync Tracking over them --------------------
 
-    @pytest.mark.timeout(1800)
-    def test_masked_demo_holds_no_raw_email_and_sync_tracking_answers(
+    def test_masked_demo_runs_hold_no_raw_email_and_sync_tracking_answers(
         self,
         target_url: str,
+        spark: SparkSession,
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str],
     ) -> None:
+        """The whole masked demo runs through `synclog demo` on DuckDB (tests/test_privacy.py);
+        here the demo's last runs of sync 1234 under the same policy."""
         monkeypatch.setenv(MASK_KEY_ENV, MASK_KEY)
-        config = masked_demo(tmp_path, target_url, str(tmp_path / "storage"))
+        config = masked_demo_runs(tmp_path, target_url, str(tmp_path / "storage"), spark)
         with registry().open(TargetURL.parse(target_url)) as target:
             check_masked(self.logged_text(target))
         for layout in ("census", "hightouch"):

@@ -1,5 +1,6 @@
 """What privacy tests check with: a policy with a known key, its digests, every value files hold,
-and the demo written under a policy, read back through `synclog records` and `synclog runs`."""
+and the demo (or its last runs) written under a policy, read back through `synclog records` and
+`synclog runs`."""
 
 from __future__ import annotations
 
@@ -7,16 +8,22 @@ import csv
 import hashlib
 import hmac
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 
+from synclog.cli.demo import demo_config
 from synclog.cli.main import main
+from synclog.config import Config
+from synclog.demo.simulator import history, records
 from synclog.privacy import Mask, PayloadPolicy
 from synclog.storage.location import Location
 from synclog.tracking import RECORDS, RUNS
+from synclog.writer import SyncLog
 
 MASK_KEY_ENV = "SYNCLOG_TEST_MASK_KEY"
 MASK_KEY = "synclog-test-mask-key-0123456789"
@@ -76,9 +83,8 @@ def check_masked(text: str, fields: tuple[str, ...] = DEMO_DROPPED) -> None:
     assert any(digest(email) in text for email in DEMO_EMAILS), "no digest of the demo's emails"
 
 
-def masked_demo(folder: Path, target: str, storage: str) -> Path:
-    """Run the demo into `target` with a payload policy (the key in `MASK_KEY_ENV` already);
-    return the synclog.toml it used."""
+def masked_config(folder: Path, storage: str) -> Path:
+    """A synclog.toml in `folder` with the demo's payload policy (the key in `MASK_KEY_ENV`)."""
     config = folder / "synclog.toml"
     config.write_text(
         f"storage = {json.dumps(storage)}\n\n[defaults]\n"
@@ -86,7 +92,28 @@ def masked_demo(folder: Path, target: str, storage: str) -> Path:
         f'mask = {{ email = "hmac" }}\nmask_key_env = "{MASK_KEY_ENV}"\nmask_identifier = "hmac"\n'
         f"redact_messages = ['{EMAIL}']\n"
     )
+    return config
+
+
+def masked_demo(folder: Path, target: str, storage: str) -> Path:
+    """Run the demo into `target` with a payload policy (the key in `MASK_KEY_ENV` already);
+    return the synclog.toml it used."""
+    config = masked_config(folder, storage)
     assert main(["--config", str(config), "demo", "--scale", DEMO_SCALE, "--target", target]) == 0
+    return config
+
+
+def masked_demo_runs(folder: Path, target: str, storage: str, spark: SparkSession, runs: int = 3) -> Path:
+    """The demo's last `runs` runs of sync 1234 (what `check_tracking_cli` reads), as `synclog
+    demo` writes them (every layout the target holds), under `masked_demo`'s payload policy: a
+    few writes where the whole demo makes dozens. Return the synclog.toml it used."""
+    config = masked_config(folder, storage)
+    scale = float(DEMO_SCALE)
+    simulated = history(datetime.now(UTC).replace(microsecond=0), scale)
+    with SyncLog.open(target, Config.load(config), spark) as log:
+        log.config = demo_config(log.config, log.connector.capabilities.layouts)
+        for sim in [sim for sim in simulated if sim.run.sync_id == 1234][-runs:]:
+            log.write_run(sim.run, records(spark, sim, scale))
     return config
 
 
