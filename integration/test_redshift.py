@@ -16,7 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
@@ -29,7 +31,7 @@ from synclog.targets.base import Target, TargetSettings
 from synclog.targets.rows import Rows
 from synclog.urls import TargetURL
 from synclog_testing.conformance import SEED_000_BY_SYNC, TargetConformance
-from synclog_testing.factories import make_records, make_run, person_rows, record_rows
+from synclog_testing.factories import RECORD_COLUMNS, make_records, make_run, person_rows, record_rows
 from synclog_testing.network import tcp_outage
 from synclog_testing.outage import Outage
 from synclog_testing.read_back import READS, READS_WIDER, read_back_rows
@@ -297,20 +299,29 @@ class TestRedshift(TargetConformance):
 
     # -- the command line ----------------------------------------------------------------------
 
-    def test_demo_writes_through_the_chain(
+    def test_the_command_line_writes_through_the_chain(
         self, target_url: str, storage: Location, stand_in: RedshiftStandIn, tmp_path: Path
     ) -> None:
+        """`synclog write` in a process of its own: storage on S3 from synclog.toml and the
+        environment, both layouts through the chain, and the password is never shown. (The
+        demo's many runs go through the same write; the whole demo runs on DuckDB, tests/.)"""
         s3 = stand_in.s3
         config = f'url = "{storage.uri()}"\nendpoint_url = "{s3.endpoint_url}"\nregion = "{s3.region}"\n'
-        (tmp_path / "synclog.toml").write_text(f"[storage]\n{config}")
+        layouts = '[defaults]\nlayouts = ["census", "hightouch"]\n'
+        (tmp_path / "synclog.toml").write_text(f"[storage]\n{config}\n{layouts}")
+        run = make_run()
+        (tmp_path / "run.json").write_text(json.dumps(run.to_dict()))
+        rows = [dict(zip(RECORD_COLUMNS, row, strict=True)) for row in record_rows(run)]
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / "records.parquet")
         env = {
             **os.environ,
             **s3.environment,
             "REDSHIFT_IAM_ROLE": IAM_ROLE,
             "PYTHONPATH": os.pathsep.join(sys.path),
         }
+        args = ["write", "--run", "run.json", "--records", "records.parquet", "--target", target_url]
         done = subprocess.run(
-            [sys.executable, "-m", "synclog", "demo", "--target", target_url, "--scale", "0.01"],
+            [sys.executable, "-m", "synclog", *args],
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -318,11 +329,12 @@ class TestRedshift(TargetConformance):
             timeout=900,
         )
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "logged 40 records of run 5678" in done.stdout
         assert "unused" not in done.stdout + done.stderr, "the password is never shown"
         with connect(target_url) as conn:
             _, _, [[logged]] = rows_of(conn, "SELECT count(*) FROM census.sync_log")
             _, _, [[changes]] = rows_of(conn, "SELECT count(*) FROM hightouch_audit.sync_changelog")
-        assert logged > 0
+        assert logged == 40
         assert changes > 0
 
     # -- configuration and connection ----------------------------------------------------------
