@@ -23,7 +23,6 @@ from pyspark.sql import SparkSession
 from synclog.config import Config, SyncSettings, TargetConfig
 from synclog.errors import ConfigError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
-from synclog.layouts.registry import LAYOUTS
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
@@ -38,7 +37,6 @@ from synclog_testing.factories import make_records, make_run, record_rows
 from synclog_testing.network import tcp_outage
 from synclog_testing.outage import Outage
 from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
-from synclog_testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 bigquery = pytest.importorskip("google.cloud.bigquery", reason="google-cloud-bigquery is not installed")
 
@@ -226,21 +224,6 @@ class TestBigQuery(TargetConformance):
         self, target: BigQueryTarget, spark: SparkSession
     ) -> None:
         check_empty_read_back(target, spark)
-
-    def test_seed_002_queries_run_unchanged(self, target: BigQueryTarget, spark: SparkSession) -> None:
-        if "hightouch" not in LAYOUTS:
-            pytest.skip("the hightouch layout is not registered yet")
-        config = Config(defaults=SyncSettings(layouts=("census", "hightouch")))
-        log = self.log(target, spark, config)
-        for run_id in (1, 2):
-            run = make_run(sync_run_id=run_id)
-            log.write_run(run, make_records(spark, record_rows(run)))
-        errors = target.query(SEED_002_ERRORS)
-        changes = target.query(SEED_002_ENTER_EXIT)
-        assert errors.column_names == ["failure_reason", "c"]
-        assert errors.num_rows >= 1
-        assert changes.column_names == ["user_id", "audience", "type", "timestamp"]
-        assert changes.num_rows >= 1
 
 
 # -- without a server ------------------------------------------------------------------------

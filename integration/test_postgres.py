@@ -19,7 +19,6 @@ from synclog.capabilities import Casefold
 from synclog.config import Config, SyncSettings
 from synclog.errors import TargetError
 from synclog.layouts.census import SYNC_LOG
-from synclog.layouts.registry import LAYOUTS
 from synclog.naming import Relation
 from synclog.plugins.manager import registry
 from synclog.targets.base import Target
@@ -37,7 +36,7 @@ from synclog_testing.conformance import (
     WritesConformance,
     sync_log_frame,
 )
-from synclog_testing.factories import REJECTION, make_records, make_run, record_rows
+from synclog_testing.factories import make_records, make_run, record_rows
 from synclog_testing.network import tcp_outage
 from synclog_testing.outage import Outage
 from synclog_testing.privacy import (
@@ -48,7 +47,6 @@ from synclog_testing.privacy import (
     masked_demo_runs,
 )
 from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
-from synclog_testing.seed_queries import SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 import psycopg
@@ -318,19 +316,6 @@ class TestPostgres(
             check_tracking_cli(config, target_url, layout, tmp_path, capsys)
 
     # -- seed 002 (the hightouch layout) -------------------------------------------------------
-
-    def test_seed_002_queries_run_unchanged(self, target: Target, spark: SparkSession) -> None:
-        if "hightouch" not in LAYOUTS:
-            pytest.skip("the hightouch layout is not registered yet")
-        config = Config(defaults=SyncSettings(layouts=("hightouch",)))
-        run = make_run()
-        self.log(target, spark, config).write_run(run, make_records(spark, record_rows(run)))
-        errors = target.query(SEED_002_ERRORS).to_pylist()
-        assert any(row["failure_reason"] == REJECTION and row["c"] > 0 for row in errors)
-        changes = target.query(SEED_002_ENTER_EXIT)
-        assert changes.column_names == ["user_id", "audience", "type", "timestamp"]
-        assert changes.num_rows > 0
-        assert set(changes.column("type").to_pylist()) <= {"added", "removed"}
 
     # -- reading a sync back (the hightouch diff) ----------------------------------------------
 

@@ -609,14 +609,16 @@ class HightouchConformance(ConformanceBase):
         }
         self.assert_runs_agree_with_changelog(target)
 
-        errors = target.query(self.seed(SEED_002_ERRORS)).to_pylist()
-        assert [tuple(r.values()) for r in errors] == [(REJECTION, 2)]
+        errors = target.query(self.seed(SEED_002_ERRORS))
+        assert [name.lower() for name in errors.column_names] == ["failure_reason", "c"]
+        assert [tuple(r.values()) for r in errors.to_pylist()] == [(REJECTION, 2)]
         # What `synclog demo` asks of the hightouch layout, in the demo's own SQL.
         assert values(report.sync_errors(target)) == [(REJECTION, 2)]
         per_run = [(m[1], m[3], m[4], m[5]) for m in values(report.audience_moves(target))]
         assert per_run == [(701, 6, 0, 0), (702, 4, 2, 1)]  # (run, entered, changed, left)
         assert values(report.current_members(target)) == [("Audience 77", 5, 2)]  # g: sent, flagged
         moves = self.rows_sql(target, self.seed(SEED_002_ENTER_EXIT))
+        assert list(moves[0]) == ["user_id", "audience", "type", "timestamp"]
         assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
             *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
             ("d", "Audience 77", "removed"),
