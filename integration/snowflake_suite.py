@@ -13,10 +13,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from synclog.config import Config, SyncSettings
 from synclog.errors import TargetError
 from synclog.layouts.census import SYNC_LOG
-from synclog.layouts.registry import LAYOUTS
 from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX
@@ -24,7 +22,6 @@ from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog_testing.conformance import TargetConformance
 from synclog_testing.factories import make_records, make_run, record_rows
 from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
-from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
 
 #: Seed 000's two Snowflake queries character for character (trailing blanks and semicolons too).
 SEED_000_VERBATIM = (
@@ -187,19 +184,3 @@ class SnowflakeSuite(TargetConformance):
         assert (by_sync.num_rows, deletes.num_rows) == (40, 10)
         assert set(deletes.column("OPERATION").to_pylist()) == {"delete"}
         assert set(by_sync.column("NAME").to_pylist()) == {"High-value customers"}
-
-    # -- seed 002 ------------------------------------------------------------------------------
-
-    def test_seed_002_queries_run_unchanged(self, target: Target, spark: SparkSession) -> None:
-        if "hightouch" not in LAYOUTS:
-            pytest.skip("the hightouch layout is not registered in this build")
-        config = Config(defaults=SyncSettings(layouts=("hightouch",)))
-        run = make_run()
-        self.log(target, spark, config).write_run(run, make_records(spark, record_rows(run)))
-        # Two-part names resolve against the connection's database (from the URL).
-        errors = target.query(SEED_002_ERRORS).to_pylist()
-        entered = target.query(SEED_002_ENTER_EXIT)
-        current = target.query(SEED_002_CURRENT)
-        assert errors and all(r["FAILURE_REASON"] for r in errors)
-        assert entered.num_rows > 0
-        assert current.num_rows > 0
