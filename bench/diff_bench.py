@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 
 from synclog.config import Config, SyncSettings
 from synclog.diff import diff
-from synclog.layouts.hightouch import SNAPSHOT, run_side, table_for
+from synclog.layouts.hightouch import SNAPSHOT, copy_order, run_side, table_for
 from synclog.spark import spark_session
 from synclog.storage.location import Location
 from synclog.writer import SyncLog
@@ -170,7 +170,7 @@ def diff_only(log: SyncLog, staged: DataFrame) -> None:
     """The next snapshot's and the changelog's rows, computed on the executors and thrown away."""
     with log.target.read_rows(table_for(SNAPSHOT, fields=True, splits=True), 1, log.spark) as previous:
         assert previous is not None
-        d = diff(run_side(staged), previous, full_model=True)
+        d = diff(run_side(staged), previous, full_model=True, order=copy_order())
         d.joined.where(d.kept).write.format("noop").mode("overwrite").save()
         d.joined.where(d.logged).write.format("noop").mode("overwrite").save()
 

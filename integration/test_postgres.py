@@ -27,6 +27,7 @@ from synclog.targets.tables import ColumnType
 from synclog.urls import TargetURL
 from synclog_testing.conformance import (
     HightouchConformance,
+    ModelConformance,
     NamingAndDdlConformance,
     OutagesConformance,
     PrivacyConformance,
@@ -80,6 +81,7 @@ def partition_days(target: Target) -> list[str]:
 
 
 class TestPostgres(
+    ModelConformance,
     NamingAndDdlConformance,
     WritesConformance,
     OutagesConformance,

@@ -35,6 +35,22 @@ CANONICAL_COLUMNS = (
 )
 
 
+COPY_ORDER = (
+    "operation",
+    "status",
+    "record_payload",
+    "status_message",
+    "error_code",
+    "fields",
+    "split_group",
+    "batch_started_at",
+    "batch_completed_at",
+)
+"""How records of one batch sharing an identifier are numbered (the `occurrence` in their log
+ids), NULL first: by everything they hold, so the same records get the same ids on replay and no
+id decides which copy a layout keeps."""
+
+
 def canonical_schema() -> T.StructType:
     """The schema of the canonical frame (without the violation column)."""
     strings = T.StringType()
@@ -87,9 +103,7 @@ def canonical_frame(
     shaped = shaped.withColumn("error_code", error_code(shaped, error_code_pattern))
     counted = shaped.withColumn("_identifier_count", checks.identifier_count())
     occurrence = F.row_number().over(
-        Window.partitionBy("record_identifier", "batch_number").orderBy(
-            "operation", "status", "record_payload", "status_message"
-        )
+        Window.partitionBy("record_identifier", "batch_number").orderBy(*COPY_ORDER)
     )
     return counted.select(
         _log_id(run, occurrence).alias("log_id"),

@@ -7,6 +7,7 @@ column expressions over that join. Nothing is collected to the driver.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
@@ -109,14 +110,14 @@ class Diff:
         return F.when(self.in_run, F.col(name)).otherwise(prev(name) if default is None else default)
 
 
-def diff(records: DataFrame, previous: DataFrame, *, full_model: bool) -> Diff:
+def diff(records: DataFrame, previous: DataFrame, *, full_model: bool, order: Sequence[Column]) -> Diff:
     """Join the run's `records` to the `previous` snapshot of their sync, on `row_id`.
 
-    `records` need `row_id` (NULL for records without one: they match nothing), `log_id`
-    (orders records sharing a row id: the first one stands for the row in the snapshot),
-    `removes`, `fields_hash` and `status`; `previous` needs `row_id`, `fields_hash` and `status`.
+    `records` need `row_id` (NULL for records without one: they match nothing), `removes`,
+    `fields_hash`, `status`, and what `order` reads: the first record of a row id in that order
+    stands for the row in the snapshot; `previous` needs `row_id`, `fields_hash` and `status`.
     """
-    first = F.row_number().over(Window.partitionBy("row_id").orderBy("log_id")) == 1
+    first = F.row_number().over(Window.partitionBy("row_id").orderBy(*order)) == 1
     ranked = records.withColumn(_FIRST, first).withColumn(_IN_RUN, F.lit(True))
     before = previous.select([F.col(c).alias(PREVIOUS + c) for c in previous.columns])
     # A sort-merge join: the planner would broadcast a side it guesses small (a filtered diff

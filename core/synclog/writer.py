@@ -18,7 +18,7 @@ from synclog.config import Config
 from synclog.errors import ConfigError, InputError, TargetError, first_line
 from synclog.layouts.base import LayoutContext, Load
 from synclog.layouts.registry import layout
-from synclog.model import RecordStatus, Run, RunStatus
+from synclog.model import Run, RunStatus
 from synclog.naming import Relation
 from synclog.notices.notify import Notices
 from synclog.plugins.manager import payload_hooks, registry
@@ -177,6 +177,8 @@ class SyncLog:
         transform = policy.prepare(run.sync_id, payload_hooks())
         run = _redacted(run, policy)
         first = not self.store.has(run)
+        if first:
+            self._admit(run)
         pattern = self.config.sync(run.sync_id).error_code_pattern
         canonical = canonical_frame(run, records, datetime.now(UTC), transform, pattern)
         passes: dict[str, float] = {}
@@ -260,9 +262,7 @@ class SyncLog:
                 table = load.table
                 if not settings.table(table.view or table.name).enabled:
                     continue
-                if table not in self._ensured:
-                    self.target.ensure([table])
-                    self._ensured.add(table)
+                self._ensure(table)
                 yield load
 
     def _swap(
@@ -350,12 +350,14 @@ class SyncLog:
 
     def _finish(self, run: Run, passes: dict[str, float]) -> dict[str, int]:
         run = _redacted(run, self.policy(run.sync_id))
+        if self.store.state(run) is None:
+            self._admit(run)
         flagged = self._flag_repeated(run)
         waiting = self.store.pending_of(run)
         batches = sorted({*flagged, *(waiting.batches if waiting else ())})
         statuses = self.store.statuses(run)  # before the load forgets the run
         accepted = self.store.accepted(run)
-        if run.status is RunStatus.FAILED and statuses.get(RecordStatus.SUCCEEDED, 0):
+        if run.status is RunStatus.FAILED and accepted:
             run = replace(run, status=RunStatus.PARTIAL)
         loaded = self._load_or_keep(run, batches, finished=True, passes=passes) or {}
         self.notices.finished(self, run, statuses, accepted)
@@ -384,10 +386,30 @@ class SyncLog:
         return WriteResult(result.statuses, loaded, time.perf_counter() - started, pending, passes)
 
     def flush(self) -> list[Pending]:
-        """Load what earlier writes kept because the target was down; return what is still kept."""
+        """Load what earlier writes kept because the target was down, oldest run first; return
+        what is still kept. A run a layout refuses (an InputError: it started before the run its
+        sync's hightouch snapshot holds) stays kept, with the reason (`Pending.refused`)."""
         for pending in self.store.all_pending():
-            self._load_or_keep(pending.run, pending.batches, finished=pending.finished)
+            try:
+                self._load_or_keep(pending.run, pending.batches, finished=pending.finished)
+            except InputError as exc:
+                self.progress(f"warning: run {pending.run.sync_run_id} of sync {pending.run.sync_id}: {exc}")
         return self.store.all_pending()
+
+    def _admit(self, run: Run) -> None:
+        """Refuse (InputError) a run a layout of its sync cannot take, before anything of it is
+        logged (`Layout.admit`); where the target does not answer, `finish` or `flush` decide."""
+        try:
+            for name in self.layouts(run.sync_id):
+                layout(name).admit(run, self.target, self._ensure)
+        except TargetError:
+            return
+
+    def _ensure(self, table: TableSpec) -> None:
+        """Make `table` exist in the target (once per connection)."""
+        if table not in self._ensured:
+            self.target.ensure([table])
+            self._ensured.add(table)
 
     def _load_or_keep(
         self,
@@ -409,7 +431,12 @@ class SyncLog:
                 loaded.update(self._load(run, records, "batch_rows", passes))
             self.store.clear_pending(run)
             if finished:
-                loaded.update(self._load(run, self.store.read(self.spark, run), "run_rows", passes))
+                try:
+                    self._admit(run)
+                    loaded.update(self._load(run, self.store.read(self.spark, run), "run_rows", passes))
+                except InputError as exc:  # refused: the run stays whole in the store, for flush
+                    self.store.mark_pending(run, (), finished=True, refused=str(exc))
+                    raise
                 self.store.drop(run)
             return loaded
         except TargetError as exc:
@@ -483,9 +510,7 @@ class SyncLog:
                     table = load.table
                     if table in skip or not settings.table(table.view or table.name).enabled:
                         continue
-                    if table not in self._ensured:
-                        self.target.ensure([table])
-                        self._ensured.add(table)
+                    self._ensure(table)
                     relation = str(self.target.relation(table, table.view))
                     digest = load.rows.digest
                     if digest is not None and self._loaded.get(relation) == digest:

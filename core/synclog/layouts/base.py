@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame
 from synclog.capabilities import Capabilities
 from synclog.model import Run
 from synclog.payload_schema import FieldType
+from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.tables import TableSpec
 
@@ -60,3 +61,7 @@ class Layout(ABC):
     def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         """Loads to make once the run has ended; `ctx.records` then holds the whole run."""
         return iter(())
+
+    def admit(self, run: Run, target: Target, ensure: Callable[[TableSpec], None]) -> None:
+        """Raise InputError when the layout's tables on `target` cannot take `run` at all (checked
+        before the run's first batch is logged; `ensure` makes a table exist first)."""

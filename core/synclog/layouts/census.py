@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -43,7 +44,7 @@ SYNC_LOG = TableSpec(
         Col("invalid_reason", C.STRING, "NULL or DUPLICATE when the identifier check failed"),
         Col("error_code", C.STRING, "The destination's error code: the engine's, or read from the message"),
     ),
-    replace_key=("sync_run_id", "batch_number"),
+    replace_key=("sync_id", "sync_run_id", "batch_number"),
     time_column="batch_started_at",
     retained=True,
 )
@@ -91,6 +92,23 @@ DESTINATION_OBJECTS = TableSpec(
     run_metadata=True,
 )
 
+RUNS = TableSpec(
+    layout="census",
+    schema=SCHEMA,
+    name="synclog_runs",
+    columns=(
+        Col("sync_id", C.BIGINT, "The sync configuration"),
+        Col("sync_run_id", C.BIGINT, "The sync run (unique within its sync)"),
+        Col("status", C.STRING, "succeeded, partial or failed: how the run ended (see RunStatus)"),
+        Col("error", C.STRING, "The sync-level error if the run ended early"),
+        Col("started_at", C.TIMESTAMP, "When the run started"),
+        Col("finished_at", C.TIMESTAMP, "When the run finished"),
+        Col("extra", C.JSON, "The engine's own fields of the run (Run.extra), NULL when none"),
+    ),
+    replace_key=("sync_id", "sync_run_id"),
+)
+"""synclog's own: one row per finished run, so `synclog runs` shows how each run ended."""
+
 _OPERATIONS = {"append": "create", "mirror": "upsert"}
 ABORTED_MESSAGE = "Not attempted: the run ended before this record was sent"
 
@@ -104,6 +122,7 @@ class CensusLayout(Layout):
         SOURCE_OBJECTS,
         DESTINATIONS,
         DESTINATION_OBJECTS,
+        RUNS,
     )
 
     def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:
@@ -128,8 +147,21 @@ class CensusLayout(Layout):
         yield from _metadata(ctx)
 
     def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
-        """The metadata tables again: a run whose batches held no record has them too."""
-        return _metadata(ctx)
+        """The metadata tables again (a run whose batches held no record has them too), and the
+        run's row in `synclog_runs`."""
+        yield from _metadata(ctx)
+        run = ctx.run
+        row = {
+            "sync_id": run.sync_id,
+            "sync_run_id": run.sync_run_id,
+            "status": run.status.value,
+            "error": run.error,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "extra": json.dumps(run.extra) if run.extra else None,
+        }
+        scope = {"sync_id": run.sync_id, "sync_run_id": run.sync_run_id}
+        yield Load(RUNS, Rows.local(ctx.records.sparkSession, RUNS, [row]), scope)
 
 
 def _metadata(ctx: LayoutContext) -> Iterator[Load]:

@@ -41,19 +41,22 @@ the sync's latest run changes nothing. An older run than the snapshot's newest i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, ClassVar
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from synclog.canonical import COPY_ORDER
 from synclog.capabilities import Capabilities
 from synclog.diff import Diff, diff, fields_hash, prev
 from synclog.errors import InputError
 from synclog.layouts.base import Layout, LayoutContext, Load
-from synclog.model import RecordStatus, Run, RunStatus
+from synclog.model import RecordStatus, Run, RunStatus, as_utc
 from synclog.payloads import fit_json
+from synclog.targets.base import Target
 from synclog.targets.rows import Rows
 from synclog.targets.tables import Column as Col
 from synclog.targets.tables import ColumnType as C
@@ -88,7 +91,7 @@ CHANGELOG = TableSpec(
         _INVALID,
         _CODE,
     ),
-    replace_key=("sync_run_id",),
+    replace_key=("sync_id", "sync_run_id"),
     time_column="batch_started_at",
     retained=True,
 )
@@ -135,7 +138,7 @@ RUNS = TableSpec(
         *_COUNTS,
         Col("extra", C.JSON, "The engine's own fields of the run (Run.extra: its names, its run id)"),
     ),
-    replace_key=("sync_run_id",),
+    replace_key=("sync_id", "sync_run_id"),
 )
 
 BASELINE = TableSpec(
@@ -146,6 +149,7 @@ BASELINE = TableSpec(
         *SNAPSHOT.columns,
         Col("baseline_run_id", C.BIGINT, "The run this is the state before"),
         Col("existed", C.BOOLEAN, "Whether the snapshot held the row before that run"),
+        Col("baseline_started_at", C.TIMESTAMP, "When that run started (on the marker row)"),
     ),
     replace_key=("sync_id",),
 )
@@ -173,11 +177,17 @@ class HightouchLayout(Layout):
     def batch_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         return iter(())
 
+    def admit(self, run: Run, target: Target, ensure: Callable[[TableSpec], None]) -> None:
+        """Refuse (InputError) a run that started before the run the sync's snapshot holds last,
+        before anything of it is logged (`finish` would refuse it)."""
+        ensure(table_for(BASELINE, fields=target.capabilities.fields_column, splits=False))
+        refuse_older(run, latest_run(target, run.sync_id))
+
     def run_rows(self, ctx: LayoutContext) -> Iterator[Load]:
         run, caps = ctx.run, ctx.capabilities
         previous, replay = _previous_snapshot(ctx)
         splits = _uses_splits(ctx.records) or _uses_splits(previous)
-        d = diff(run_side(ctx.records), previous, full_model=run.full_model)
+        d = diff(run_side(ctx.records), previous, full_model=run.full_model, order=copy_order())
         fields = caps.fields_column
         of_sync = {"sync_id": run.sync_id}
         of_run = {"sync_id": run.sync_id, "sync_run_id": run.sync_run_id}
@@ -194,13 +204,26 @@ class HightouchLayout(Layout):
         yield Load(RUNS, Rows.local(ctx.records.sparkSession, RUNS, [_run_row(run, counts)]), of_run)
 
 
+_ORDERED = "_copy_"
+"""Prefix of the canonical columns that order a run's copies of one row (`run_side`)."""
+
+
+def copy_order() -> list[Column]:
+    """Which of a run's records of one row stands for it in the snapshot: the latest batch's, and
+    in it the first in the order of their log ids' occurrence (never the ids themselves)."""
+    return [F.col("batch_number").desc(), *(F.col(_ORDERED + name) for name in COPY_ORDER)]
+
+
 def run_side(records: DataFrame) -> DataFrame:
-    """The canonical records in the hightouch vocabulary, with the hash of their fields."""
+    """The canonical records in the hightouch vocabulary, with the hash of their fields (and the
+    canonical columns `_COPY_ORDER` reads)."""
     status = F.col("status")
     failed = status == RecordStatus.REJECTED.value
     return records.select(
         F.col("record_identifier").alias("row_id"),
         "log_id",
+        "batch_number",
+        *(F.col(name).alias(_ORDERED + name) for name in COPY_ORDER),
         (F.col("operation") == "delete").alias("removes"),
         F.when(status == RecordStatus.SUCCEEDED.value, F.lit("succeeded"))
         .when(status == RecordStatus.ABORTED.value, F.lit("aborted"))
@@ -257,10 +280,15 @@ def _baseline_rows(d: Diff, run: Run, table: TableSpec) -> DataFrame:
         "row_id": d.row_id,
         "baseline_run_id": F.lit(run.sync_run_id),
         "existed": d.was_there,
+        "baseline_started_at": F.lit(None),
     }
     rows = _select(d.joined.where(d.touched), table, values)
     spark = d.joined.sparkSession
-    marker = {"sync_id": F.lit(run.sync_id), "baseline_run_id": F.lit(run.sync_run_id)}
+    marker = {
+        "sync_id": F.lit(run.sync_id),
+        "baseline_run_id": F.lit(run.sync_run_id),
+        "baseline_started_at": F.lit(as_utc(run.started_at)).cast("timestamp"),
+    }
     return rows.unionByName(_select(spark.range(1), table, marker))
 
 
@@ -272,30 +300,59 @@ def _previous_snapshot(ctx: LayoutContext) -> tuple[DataFrame, bool]:
     if current is None:
         current = ctx.records.sparkSession.createDataFrame([], schema.spark_schema())
     baseline = ctx.previous(table_for(BASELINE, fields=True, splits=True))
-    if baseline is not None and _is_baseline_of(baseline, ctx.run):
+    marker = None
+    if baseline is not None:
+        found = baseline.where(F.col("row_id").isNull()).select("baseline_run_id", "baseline_started_at")
+        marker = found.first()
+    latest = None if marker is None else LatestRun(marker[0], marker[1])
+    if latest is not None and latest.sync_run_id == ctx.run.sync_run_id:
+        assert baseline is not None
         return _before(current, baseline), True
-    _refuse_older_run(current, ctx.run)
+    refuse_older(ctx.run, latest)
     return current, False
 
 
-def _refuse_older_run(current: DataFrame, run: Run) -> None:
-    """Raise InputError for a run older than one the snapshot holds: the state before it is gone.
+@dataclass(frozen=True)
+class LatestRun:
+    """The run a sync's snapshot holds last: the one its baseline marker names."""
 
-    Run ids grow with time (as Census's and Hightouch's do). Diffing an older run against a
-    newer snapshot would log changes that never happened and put old values back.
-    """
-    newest = current.agg(F.max("last_sync_run_id")).first()
-    if newest is not None and newest[0] is not None and newest[0] > run.sync_run_id:
+    sync_run_id: int
+    started_at: datetime | None
+    """None for a marker written before synclog kept it."""
+
+
+def refuse_older(run: Run, latest: LatestRun | None) -> None:
+    """Raise InputError for a run that started before the run the snapshot holds last (another
+    run than it): the state before it is gone, and diffing it against a later snapshot would log
+    changes that never happened and put old values back. Runs are ordered by the time they
+    started, never by their ids (`stable_id` of a name does not grow with time)."""
+    if latest is None or latest.sync_run_id == run.sync_run_id or latest.started_at is None:
+        return
+    if as_utc(run.started_at) < as_utc(latest.started_at):
         raise InputError(
-            f"sync {run.sync_id}: run {run.sync_run_id} is older than run {newest[0]}, which its "
-            "snapshot already holds; of the runs written, only the latest can be written again"
+            f"sync {run.sync_id}: run {run.sync_run_id} started at {as_utc(run.started_at):%Y-%m-%d %H:%M:%S} "
+            f"UTC, before run {latest.sync_run_id} ({as_utc(latest.started_at):%Y-%m-%d %H:%M:%S} UTC), "
+            "which its hightouch snapshot already holds; of a sync's runs only the latest can be "
+            "written again"
         )
 
 
-def _is_baseline_of(baseline: DataFrame, run: Run) -> bool:
-    """Whether the stored baseline is the state before `run` (the run is being replayed)."""
-    marker = baseline.where(F.col("row_id").isNull() & (F.col("baseline_run_id") == run.sync_run_id))
-    return not marker.isEmpty()
+def latest_run(target: Target, sync_id: int) -> LatestRun | None:
+    """The run `sync_id`'s snapshot holds last, read from the baseline's marker row (one small
+    query; the baseline table must exist with its `baseline_started_at`)."""
+    relation = target.relation(BASELINE).render()
+    found = target.query(
+        f"SELECT baseline_run_id, baseline_started_at FROM {relation} "
+        f"WHERE sync_id = {target.placeholder} AND row_id IS NULL",
+        [sync_id],
+    ).to_pylist()
+    if not found:
+        return None
+    values = list(found[0].values())
+    started = values[1]
+    if isinstance(started, str):  # a target whose timestamps read back as ISO text
+        started = datetime.fromisoformat(started)
+    return LatestRun(int(values[0]), started)
 
 
 def _before(current: DataFrame, baseline: DataFrame) -> DataFrame:

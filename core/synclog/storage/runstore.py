@@ -53,6 +53,8 @@ class Pending:
     run: Run
     batches: tuple[int, ...]
     finished: bool
+    refused: str | None = None
+    """Why a layout refused the finished run (an InputError), where one did: it stays kept."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class RunState:
     that several batches hold (see `SyncLog.finish`)."""
     payload_types: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     """Per kept batch whose write computed them, its payloads' `field_types` pairs."""
+    refused: str | None = None
+    """Why a layout refused the finished run (see `Pending.refused`)."""
 
     def to_json(self) -> str:
         batches = {str(n): [vars(f) for f in files] for n, files in self.batches.items()}
@@ -81,6 +85,7 @@ class RunState:
         extra = {"finished": self.finished, "statuses": statuses, "writes": self.writes}
         extra["accepted"] = {str(n): count for n, count in self.accepted.items()}
         extra["payload_types"] = types
+        extra["refused"] = self.refused
         return json.dumps({**state, **extra})
 
     @classmethod
@@ -98,6 +103,7 @@ class RunState:
             accepted={int(n): int(count) for n, count in data.get("accepted", {}).items()},
             writes=int(data.get("writes", 2)),  # unknown: check the run at finish
             payload_types={int(n): tuple(pairs) for n, pairs in data.get("payload_types", {}).items()},
+            refused=data.get("refused"),
         )
 
 
@@ -168,7 +174,7 @@ class RunStore:
         self._save(
             replace(
                 before,
-                run=run,
+                run=before.run if before.finished else run,  # a finished run keeps how it ended
                 batches={**before.batches, **batches},
                 statuses={**before.statuses, **{n: dict(c) for n, c in statuses.items()}},
                 accepted={**before.accepted, **accepted},
@@ -241,16 +247,21 @@ class RunStore:
         """Forget `run` once every layout has what it needs."""
         remove(self.location, self._run_dir(run))
 
-    def mark_pending(self, run: Run, batches: Iterable[int], *, finished: bool) -> Pending:
-        """Remember that `batches` (added to those already pending) still wait for the target."""
+    def mark_pending(
+        self, run: Run, batches: Iterable[int], *, finished: bool, refused: str | None = None
+    ) -> Pending:
+        """Remember that `batches` (added to those already pending) still wait for the target,
+        and that the run has finished (as `run` says); `refused` says why a layout refused it."""
         state = self.state(run) or RunState(run)
         state = replace(
             state,
+            run=run if finished else state.run,
             pending=tuple(sorted({*batches, *state.pending})),
             finished=finished or state.finished,
+            refused=refused,
         )
         self._save(state)
-        return Pending(state.run, state.pending, state.finished)
+        return _pending(state) or Pending(state.run, state.pending, state.finished)
 
     def pending_of(self, run: Run) -> Pending | None:
         """What of `run` still waits for the target, if anything."""
@@ -262,10 +273,11 @@ class RunStore:
         return sorted((p for p in found if p), key=lambda p: p.run.started_at)
 
     def clear_pending(self, run: Run) -> None:
-        """The target has everything of `run` that was waiting."""
+        """The target has every batch of `run` that was waiting (a finished run's run-level
+        tables still wait, until `drop`)."""
         state = self.state(run)
-        if state is not None and (state.pending or state.finished):
-            self._save(replace(state, pending=(), finished=False))
+        if state is not None and state.pending:
+            self._save(replace(state, pending=()))
 
     def state(self, run: Run) -> RunState | None:
         """`run`'s manifest, or None when the store holds nothing of it."""
@@ -298,7 +310,7 @@ class RunStore:
 def _pending(state: RunState | None) -> Pending | None:
     if state is None or not (state.pending or state.finished):
         return None
-    return Pending(state.run, state.pending, state.finished)
+    return Pending(state.run, state.pending, state.finished, state.refused)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from synclog.plugins.manager import registry
 from synclog.spark import spark_session
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
+from synclog.targets.lake import LakeTarget
 from synclog.targets.rows import Rows
 from synclog.targets.sql import VERSIONS_TABLE
 from synclog.targets.tables import TableSpec
@@ -64,6 +65,7 @@ from synclog_testing.factories import (
     person_rows,
     record_rows,
 )
+from synclog_testing.model_machine import Harness, run_sequences
 from synclog_testing.outage import Outage
 from synclog_testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
 from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
@@ -843,7 +845,31 @@ class TrackingConformance(ConformanceBase):
             assert syncs.column("last_started_at").to_pylist() == [second.started_at], name
 
 
+class ModelConformance(ConformanceBase):
+    """The log tables against the reference model (`synclog_testing.reference`): random
+    sequences of writes, replays, finishes, outages and retention over several syncs, every
+    table compared with the model after every step (`synclog_testing.model_machine`)."""
+
+    model_examples: ClassVar[int | None] = None
+    """Sequences per run where a target needs other than the profile's number (a slow stand-in)."""
+
+    def test_log_tables_follow_the_reference_model(
+        self, target: Target, target_url: str, storage: Location, spark: SparkSession
+    ) -> None:
+        lake = target.location if isinstance(target, LakeTarget) else None
+        harness = Harness(
+            target,
+            target_url,
+            self.settings,
+            spark,
+            storage,
+            lake_root=None if lake is None else lambda: (lake.filesystem(), lake.root),
+        )
+        run_sequences(harness, self.model_examples)
+
+
 class TargetConformance(
+    ModelConformance,
     NamingAndDdlConformance,
     WritesConformance,
     OutagesConformance,
