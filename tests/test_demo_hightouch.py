@@ -209,6 +209,6 @@ def test_an_older_run_than_the_snapshot_holds_is_refused(
     storage = Location.parse(str(tmp_path / "storage"))
     config = demo_config(Config(storage=storage), target.capabilities.layouts)
     with SyncLog(target, config, spark) as log:
-        with pytest.raises(InputError, match="is older than run"):
+        with pytest.raises(InputError, match="which its hightouch snapshot already holds"):
             log.write_run(older.run, records(spark, older, SCALE))
         assert rows() == before

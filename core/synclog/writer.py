@@ -92,7 +92,7 @@ class SyncLog:
         """Alert notices and OpenLineage events of the runs written (`[notices]`, `alerts`)."""
         self._ensured: set[TableSpec] = set()
         self._loaded: dict[str, str] = {}
-        """Per table, the digest of the driver-built rows loaded last (loading them again is a no-op)."""
+        """Per metadata table, the digest of the rows loaded last (loading them again is a no-op)."""
 
     @classmethod
     def open(
@@ -513,8 +513,8 @@ class SyncLog:
                     self._ensure(table)
                     relation = str(self.target.relation(table, table.view))
                     digest = load.rows.digest
-                    if digest is not None and self._loaded.get(relation) == digest:
-                        continue  # the same few rows as the last load: the table holds them
+                    if digest is not None and table.run_metadata and self._loaded.get(relation) == digest:
+                        continue  # the same metadata rows as this table's last load: it holds them
                     started = time.perf_counter()
                     loaded[relation] = self.target.replace_rows(table, load.rows, load.scope or None)
                     step = f"{'load' if phase == 'batch_rows' else 'finish'} {relation}"

@@ -64,4 +64,6 @@ class Layout(ABC):
 
     def admit(self, run: Run, target: Target, ensure: Callable[[TableSpec], None]) -> None:
         """Raise InputError when the layout's tables on `target` cannot take `run` at all (checked
-        before the run's first batch is logged; `ensure` makes a table exist first)."""
+        before the run's first batch is logged; `ensure` makes a table exist first). Nothing
+        by default: most layouts take any run."""
+        return

@@ -328,10 +328,11 @@ def refuse_older(run: Run, latest: LatestRun | None) -> None:
     started, never by their ids (`stable_id` of a name does not grow with time)."""
     if latest is None or latest.sync_run_id == run.sync_run_id or latest.started_at is None:
         return
-    if as_utc(run.started_at) < as_utc(latest.started_at):
+    started, before = as_utc(run.started_at), as_utc(latest.started_at)
+    if started < before:
         raise InputError(
-            f"sync {run.sync_id}: run {run.sync_run_id} started at {as_utc(run.started_at):%Y-%m-%d %H:%M:%S} "
-            f"UTC, before run {latest.sync_run_id} ({as_utc(latest.started_at):%Y-%m-%d %H:%M:%S} UTC), "
+            f"sync {run.sync_id}: run {run.sync_run_id} started at {started:%Y-%m-%d %H:%M:%S} UTC, "
+            f"before run {latest.sync_run_id} ({before:%Y-%m-%d %H:%M:%S} UTC), "
             "which its hightouch snapshot already holds; of a sync's runs only the latest can be "
             "written again"
         )

@@ -105,7 +105,7 @@ class Sync:
         return [self.sync_id * 10 + n for n in range(1, 5)]
 
 
-@dataclass
+@dataclass(repr=False)
 class OpenRun:
     """A run the sequence has started: what it wrote, batch by batch, and whether it finished."""
 
@@ -114,9 +114,10 @@ class OpenRun:
     finished: bool = False
 
     def __repr__(self) -> str:
-        return (
-            f"run(sync={self.run.sync_id}, id={self.run.sync_run_id}, started={self.run.started_at:%d %H:%M})"
-        )
+        """Short, for shrunk sequences: which of the sequence's syncs, the run's id, its start."""
+        run = self.run
+        whole = ", whole model" if run.full_model else ""
+        return f"run {run.sync_run_id} of sync #{run.sync_id % 10} (started {run.started_at:%m-%d %H:%M}{whole})"
 
 
 @st.composite

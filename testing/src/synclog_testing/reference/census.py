@@ -49,10 +49,19 @@ def sync_log_row(r: Logged, run: Run, *, run_metadata: bool) -> dict[str, Any]:
 
 def facts(run: Run) -> dict[str, dict[str, Any]]:
     """The run's rows of `source_objects`, `destinations` and `destination_objects`."""
+    source, destination, target = run.source_object, run.destination, run.destination_object
     return {
-        "source_objects": dict(vars(run.source_object)),
-        "destinations": dict(vars(run.destination)),
-        "destination_objects": dict(vars(run.destination_object)),
+        "source_objects": {
+            "id": source.id,
+            "type": source.type,
+            "name": source.name,
+            "model_id": source.model_id,
+            "business_object_id": source.business_object_id,
+            "filter_segment_id": source.filter_segment_id,
+            "cohort_id": source.cohort_id,
+        },
+        "destinations": {"id": destination.id, "type": destination.type, "name": destination.name},
+        "destination_objects": {"id": target.id, "type": target.type, "name": target.name},
     }
 
 

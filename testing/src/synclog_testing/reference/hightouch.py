@@ -21,6 +21,7 @@ is refused.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -201,7 +202,7 @@ def runs_row(run: Run, changelog: list[dict[str, Any]]) -> dict[str, Any]:
         "error": run.error,
         "started_at": as_utc(run.started_at),
         "finished_at": None if run.finished_at is None else as_utc(run.finished_at),
-        "extra": run.extra or None,
+        "extra": json.dumps(run.extra) if run.extra else None,
     }
     for op_type, op in OPS.items():
         statuses = [r["status"] for r in changelog if r["op_type"] == op_type]

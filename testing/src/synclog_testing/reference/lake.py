@@ -81,8 +81,8 @@ def metadata(run: Run, payloads: Iterable[str]) -> dict[str, Any]:
         "sync_run_started_at": as_utc(run.started_at),
         "sync_run_finished_at": None if run.finished_at is None else as_utc(run.finished_at),
         "sync_run_status": run.status.value,
-        "record_payload_schema": payload_schema(payloads),
-        "extra": run.extra or None,
+        "record_payload_schema": json.dumps(payload_schema(payloads)),
+        "extra": json.dumps(run.extra) if run.extra else None,
     }
 
 

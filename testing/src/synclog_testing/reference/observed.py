@@ -8,6 +8,7 @@ left out, a column a table has not gained yet (`split_group`) read as NULL.
 
 from __future__ import annotations
 
+import itertools
 import json
 import posixpath
 from collections import Counter
@@ -24,6 +25,7 @@ from synclog.targets.base import Target
 from synclog.targets.tables import ColumnType, TableSpec
 
 Rows = Counter[tuple[tuple[str, Any], ...]]
+_READS = itertools.count()
 
 LEFT_OUT = frozenset({"_census_logged_at"})
 """Columns that hold the time of the load, not anything the records or runs say."""
@@ -111,7 +113,11 @@ def sql_tables(
             found[name] = Counter()
             continue
         marks = ", ".join([target.placeholder] * len(keys))
-        table = target.query(f"SELECT * FROM {relation.render()} WHERE {column} IN ({marks})", list(keys))
+        # A text of its own each time: a driver that prepares a query it sees again (psycopg)
+        # would refuse `*` once the table gained a column (split_group).
+        fresh = f"-- read {next(_READS)}\n"
+        sql = f"{fresh}SELECT * FROM {relation.render()} WHERE {column} IN ({marks})"
+        table = target.query(sql, list(keys))
         found[name] = normalised(table.to_pylist(), spec, OPTIONAL.get(name, ()))
     return found
 

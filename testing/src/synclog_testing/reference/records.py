@@ -32,7 +32,7 @@ DEFAULT_ERROR_PATTERN = r"^\s*([A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+){0,5})\s*:"
 SEPARATOR = "\x1f"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Record:
     """One record as a sync engine hands it over (the columns of `synclog.INPUT_SCHEMA`)."""
 
@@ -47,6 +47,18 @@ class Record:
     fields: str | None = None
     split_group: str | None = None
     error_code: str | None = None
+
+    def __repr__(self) -> str:
+        """Short, for shrunk sequences: identifier, operation, status, batch and its start, payload."""
+        extras = [
+            f"{name}={getattr(self, name)!r}"
+            for name in ("status_message", "fields", "split_group", "error_code")
+            if getattr(self, name) is not None
+        ]
+        started = as_utc(self.batch_started_at)
+        shown = [repr(self.record_identifier), self.operation, self.status]
+        shown += [f"batch {self.batch_number} at {started:%m-%d %H:%M}", self.record_payload, *extras]
+        return f"Record({', '.join(shown)})"
 
     def as_input(self) -> dict[str, Any]:
         """The record as a dict for `SyncLog.write` (optional columns only where set)."""
