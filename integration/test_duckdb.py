@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
+from pyspark.sql import SparkSession
 
 from synclog.errors import ConfigError
 from synclog.layouts.census import SYNC_LOG
@@ -15,6 +17,7 @@ from synclog.targets.duckdb import TARGET_TYPE
 from synclog.urls import TargetURL
 from synclog_testing.conformance import TargetConformance
 from synclog_testing.outage import Outage, file_outage
+from upgrade import check_upgrade, load_duckdb_export, write_after_upgrade
 
 
 @pytest.fixture
@@ -77,3 +80,17 @@ def test_lineage_namespace_names_the_file_whatever_the_working_folder(
     assert named("a/deeper", "duckdb:///../logs.duckdb") == here  # the same file, named from elsewhere
     assert named("b", "duckdb:///logs.duckdb").namespace == f"duckdb://{tmp_path}/b/logs.duckdb"
     assert named("b", f"duckdb:///{tmp_path}/a/logs.duckdb") == here  # an absolute URL
+
+
+def test_a_database_of_the_previous_release_keeps_working(tmp_path: Path, spark: SparkSession) -> None:
+    """Opened by this release: sync 303's run 1 leaves sync 101's run 1 alone (the previous
+    release's key lacked sync_id), and sync 202's next run diffs against its old snapshot."""
+    path = tmp_path / "previous.duckdb"
+    with duckdb.connect(str(path)) as connection:
+        load_duckdb_export(connection)
+    write_after_upgrade(f"duckdb:///{path}", tmp_path / "storage", spark)
+    target = TARGET_TYPE.open(TargetURL.parse(f"duckdb:///{path}"), TargetSettings())
+    try:
+        check_upgrade(target)
+    finally:
+        target.close()

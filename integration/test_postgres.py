@@ -59,6 +59,7 @@ from synclog_postgres.connection import CONNECT_TIMEOUT_S, conninfo
 from synclog_postgres.copy import CopyStageWriter, day_totals
 from synclog_postgres.orphans import STAGE_PATTERN
 from synclog_postgres.target import PostgresTarget
+from upgrade import DATA, check_upgrade, write_after_upgrade
 
 PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 BEFORE_1970 = datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
@@ -421,3 +422,38 @@ def census_stages(target: PostgresTarget) -> list[str]:
         [STAGE_PATTERN.pattern],
     )
     return sorted(name for (name,) in rows)
+
+
+def test_a_database_of_the_previous_release_keeps_working(
+    postgres: PostgresServer, tmp_path: Path, spark: SparkSession
+) -> None:
+    """Opened by this release: each replace-key index is made again on the key with sync_id, sync
+    303's run 1 leaves sync 101's run 1 alone, and sync 202's next run diffs against its old snapshot."""
+    name = f"previous_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = f"postgresql://{postgres.user}@{postgres.host}:{postgres.port}/{name}"
+    dump = (DATA / "previous-postgres.sql").read_text(encoding="utf-8")
+    with psycopg.connect(**conninfo(TargetURL.parse(url)), autocommit=True) as conn:
+        conn.execute(dump.encode())
+
+    def index(table: str) -> list[str]:
+        rows = target.query(
+            "SELECT a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(n, position) ON true "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n "
+            "WHERE c.relname = %s ORDER BY k.position",
+            [f"{table}_replace_key"],
+        )
+        return rows.column(0).to_pylist()
+
+    target = registry().open(TargetURL.parse(url))
+    try:
+        assert index("sync_log_records") == ["sync_run_id", "batch_number"]  # as the dump has it
+        write_after_upgrade(url, tmp_path / "storage", spark)
+        check_upgrade(target)
+        assert index("sync_log_records") == ["sync_id", "sync_run_id", "batch_number"]
+        assert index("sync_changelog") == ["sync_id", "sync_run_id"]
+        assert index("sync_runs") == ["sync_id", "sync_run_id"]
+    finally:
+        target.close()

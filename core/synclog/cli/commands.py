@@ -191,12 +191,20 @@ def _warn(message: str) -> None:
 
 
 def run_flush(args: argparse.Namespace) -> int:
-    """`synclog flush`: retry the loads that failed while the target was down."""
+    """`synclog flush`: retry the loads that failed while the target was down.
+
+    Exits 1 while runs still wait for the target, 2 when a layout refused a run (it stays kept,
+    and each is named with the reason)."""
     with open_log(args, progress=print) as log:
         before = len(log.store.all_pending())
         still = log.flush()
     print(f"flushed {before - len(still)} of {before} kept run(s)")
-    return 0 if not still else 1
+    refused = [p for p in still if p.refused]
+    for pending in refused:
+        print(
+            f"kept, refused: run {pending.run.sync_run_id} of sync {pending.run.sync_id}: {pending.refused}"
+        )
+    return 2 if refused else 1 if still else 0
 
 
 def run_cleanup(args: argparse.Namespace) -> int:

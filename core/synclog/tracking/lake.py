@@ -118,7 +118,7 @@ class LakeTracking(LayoutTracking):
             "COALESCE(m.sync_run_id, c.sync_run_id) AS sync_run_id, "
             "COALESCE(m.started_at, c.first_batch) AS started_at, m.finished_at, "
             f"COALESCE(m.status, 'running') AS status, m.extra, {numbers} "
-            "FROM m FULL OUTER JOIN c ON m.sync_run_id = c.sync_run_id "
+            "FROM m FULL OUTER JOIN c ON m.sync_id = c.sync_id AND m.sync_run_id = c.sync_run_id "
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
         return conform(self.lake.query(sql, params), RUN_COUNTS)

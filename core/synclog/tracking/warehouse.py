@@ -3,9 +3,10 @@
 census (`sync_log`): `invalid_reason` NULL or DUPLICATE is invalid (whatever the destination
 said, which `layout_status` keeps); else succeeded as stored; a rejection with the "Not
 attempted" message the layout gives aborted records is aborted; any other rejection is
-rejected. Census keeps no runs: a run's start and end are its first batch's
-start and its last batch's completion; it failed when it aborted records, partial when some of
-its records succeeded all the same (`RunStatus`).
+rejected. A finished run's start, end, status (succeeded, partial or failed) and the engine's
+fields come from synclog's own `synclog_runs`; a run without a row there (not finished yet, or
+logged by synclog 0.1) starts at its first batch and ends with its last, and failed when it
+aborted records, partial when some of its records succeeded all the same (`RunStatus`).
 
 hightouch (`sync_changelog`, `sync_runs`): `invalid_reason` set is invalid; else succeeded and
 aborted as stored, failed is rejected; a row that left the model with no destination operation
@@ -21,6 +22,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from synclog.layouts.census import ABORTED_MESSAGE, SYNC_LOG
+from synclog.layouts.census import RUNS as CENSUS_RUNS
 from synclog.layouts.hightouch import CHANGELOG
 from synclog.layouts.hightouch import RUNS as SYNC_RUNS
 from synclog.targets.sql import SqlTarget
@@ -67,16 +69,36 @@ class CensusTracking(LayoutTracking):
 
     def runs(self, query: RunQuery) -> pa.Table:
         source = self.source(query.sync_id)
-        sql = (
-            "SELECT sync_id, sync_run_id, MIN(batch_started_at) AS started_at, "
-            "MAX(batch_completed_at) AS finished_at, "
+        t = self.sql_target
+        counted = (
+            "SELECT sync_id, sync_run_id, MIN(batch_started_at) AS first_batch, "
+            "MAX(batch_completed_at) AS last_batch, "
             f"CASE WHEN {_number_of(Tracked.ABORTED)} = 0 THEN 'succeeded' "
-            f"WHEN {_number_of(Tracked.SUCCEEDED)} > 0 THEN 'partial' ELSE 'failed' END AS status, "
-            f"{self.sql_target.cast_sql('NULL', ColumnType.STRING)} AS extra, "
-            f"COUNT(*) AS records, {counts()} FROM ({source.sql}) t GROUP BY sync_id, sync_run_id "
+            f"WHEN {_number_of(Tracked.SUCCEEDED)} > 0 THEN 'partial' ELSE 'failed' END AS implied, "
+            f"COUNT(*) AS records, {counts()} FROM ({source.sql}) t GROUP BY sync_id, sync_run_id"
+        )
+        params: list[object] = list(source.params)
+        if t.existing_tables([CENSUS_RUNS]):
+            ended = (
+                "SELECT sync_id, sync_run_id, status, started_at, finished_at, extra "
+                f"FROM {t.relation(CENSUS_RUNS).render()} WHERE sync_id = {self.p}"
+            )
+            params.append(query.sync_id)
+        else:
+            null = {name: t.cast_sql("NULL", kind) for name, kind in _ENDED.items()}
+            ended = "SELECT " + ", ".join(f"{v} AS {k}" for k, v in null.items()) + " WHERE 1 = 0"
+        numbers = ", ".join(f"COALESCE(c.{name}, 0) AS {name}" for name in _NUMBERS)
+        sql = (
+            f"WITH c AS ({counted}), r AS ({ended}) "
+            "SELECT COALESCE(r.sync_id, c.sync_id) AS sync_id, "
+            "COALESCE(r.sync_run_id, c.sync_run_id) AS sync_run_id, "
+            "COALESCE(r.started_at, c.first_batch) AS started_at, "
+            "COALESCE(r.finished_at, c.last_batch) AS finished_at, "
+            f"COALESCE(r.status, c.implied) AS status, {t.json_text_sql('r.extra')} AS extra, {numbers} "
+            "FROM c FULL OUTER JOIN r ON r.sync_id = c.sync_id AND r.sync_run_id = c.sync_run_id "
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
-        return conform(self.target.query(sql, source.params), RUN_COUNTS)
+        return conform(self.target.query(sql, params), RUN_COUNTS)
 
     def syncs(self, limit: int = 1000) -> pa.Table:
         view = self.sql_target.relation(SYNC_LOG, SYNC_LOG.view).render()
@@ -85,6 +107,19 @@ class CensusTracking(LayoutTracking):
             f"FROM {view} GROUP BY sync_id, sync_run_id"
         )
         return conform(self.target.query(syncs_sql(runs, limit)), SYNCS)
+
+
+_NUMBERS = tuple(RUN_COUNTS.names[RUN_COUNTS.names.index("records") :])
+"""The counts of `RUN_COUNTS`: records, then records per state."""
+_ENDED = {
+    "sync_id": ColumnType.BIGINT,
+    "sync_run_id": ColumnType.BIGINT,
+    "status": ColumnType.STRING,
+    "started_at": ColumnType.TIMESTAMP,
+    "finished_at": ColumnType.TIMESTAMP,
+    "extra": ColumnType.STRING,
+}
+"""The columns read from `synclog_runs` (NULL where the table does not exist)."""
 
 
 def _number_of(state: Tracked) -> str:
@@ -147,9 +182,10 @@ class HightouchTracking(LayoutTracking):
             f"{total('failed')} - c.invalid_failed AS rejected, c.invalid AS invalid, "
             f"{total('planned')} - {total('attempted')} - {invalid('aborted')} AS aborted "
             f"FROM {self.sql_target.relation(SYNC_RUNS).render()} r LEFT JOIN ("
-            f"SELECT sync_run_id, SUM(CASE WHEN tracked_status = '{Tracked.INVALID}' THEN 1 ELSE 0 END) "
-            f"AS invalid, {flagged} FROM ({source.sql}) t GROUP BY sync_run_id) c "
-            "ON c.sync_run_id = r.sync_run_id "
+            "SELECT sync_id, sync_run_id, "
+            f"SUM(CASE WHEN tracked_status = '{Tracked.INVALID}' THEN 1 ELSE 0 END) AS invalid, "
+            f"{flagged} FROM ({source.sql}) t GROUP BY sync_id, sync_run_id) c "
+            "ON c.sync_id = r.sync_id AND c.sync_run_id = r.sync_run_id "
             f"WHERE r.sync_id = {self.p} "
             f"ORDER BY r.started_at DESC, r.sync_run_id DESC{page(query.limit, query.offset)}"
         )

@@ -142,8 +142,25 @@ class PostgresTarget(SqlTarget, PartitionDropper):
                 what="index",
                 max_length=self.capabilities.max_identifier_length,
             )
+            wanted = [self.capabilities.casefold.apply(k) for k in given.replace_key]
+            have = self._index_columns(relation, index)
+            if have is not None and have != wanted:  # a key of an earlier version: made again
+                self.execute(f"DROP INDEX {relation.with_name(index).render()}")
             keys = ", ".join(self.quote(k) for k in given.replace_key)
             self.execute(f"CREATE INDEX IF NOT EXISTS {self.quote(index)} ON {relation.render()} ({keys})")
+
+    def _index_columns(self, relation: Relation, index: str) -> list[str] | None:
+        """The columns of the index `index` in the schema of `relation`, in order (None: no index)."""
+        rows = self.fetch(
+            "SELECT a.attname FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position) ON true "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "WHERE n.nspname = %s AND c.relname = %s ORDER BY k.position",
+            [relation.parts[-2], index],
+        )
+        return [name for (name,) in rows] or None
 
     def _partitions(self, relation: Relation) -> list[partitions.Partition]:
         """The day partitions synclog made for `relation`, oldest first."""

@@ -1,0 +1,10 @@
+COPY census.destinations FROM 'census_destinations.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY census.destination_objects FROM 'census_destination_objects.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY census.source_objects FROM 'census_source_objects.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY census.synclog_versions FROM 'census_synclog_versions.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY census.sync_log_records FROM 'census_sync_log_records.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY hightouch_audit.synclog_snapshot_baseline FROM 'hightouch_audit_synclog_snapshot_baseline.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY hightouch_audit.synclog_versions FROM 'hightouch_audit_synclog_versions.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY hightouch_audit.sync_changelog FROM 'hightouch_audit_sync_changelog.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY hightouch_audit.sync_runs FROM 'hightouch_audit_sync_runs.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);
+COPY hightouch_audit.sync_snapshot FROM 'hightouch_audit_sync_snapshot.csv' (FORMAT 'csv', allow_quoted_nulls false, quote '"', delimiter ',', header 1);

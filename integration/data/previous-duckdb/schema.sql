@@ -1,0 +1,14 @@
+CREATE SCHEMA census;
+CREATE SCHEMA hightouch_audit;
+CREATE TABLE census.destinations(id BIGINT, "type" VARCHAR, "name" VARCHAR);
+CREATE TABLE census.destination_objects(id BIGINT, "type" VARCHAR, "name" VARCHAR);
+CREATE TABLE census.source_objects(id BIGINT, "type" VARCHAR, "name" VARCHAR, model_id BIGINT, business_object_id BIGINT, filter_segment_id BIGINT, cohort_id BIGINT);
+CREATE TABLE census.synclog_versions(table_name VARCHAR, "version" INTEGER, added_columns VARCHAR, applied_at TIMESTAMP WITH TIME ZONE);
+CREATE TABLE census.sync_log_records(log_id VARCHAR, sync_id BIGINT, sync_run_id BIGINT, record_identifier VARCHAR, record_payload JSON, batch_started_at TIMESTAMP WITH TIME ZONE, batch_completed_at TIMESTAMP WITH TIME ZONE, operation VARCHAR, status VARCHAR, status_message VARCHAR, _census_logged_at TIMESTAMP WITH TIME ZONE, destination_id BIGINT, destination_object_id BIGINT, source_id BIGINT, source_object_id BIGINT, batch_number INTEGER, invalid_reason VARCHAR, error_code VARCHAR);
+CREATE TABLE hightouch_audit.synclog_snapshot_baseline(sync_id BIGINT, op_type VARCHAR, row_id VARCHAR, status VARCHAR, failure_reason VARCHAR, fields JSON, fields_hash VARCHAR, last_sync_run_id BIGINT, invalid_reason VARCHAR, error_code VARCHAR, baseline_run_id BIGINT, existed BOOLEAN);
+CREATE TABLE hightouch_audit.synclog_versions(table_name VARCHAR, "version" INTEGER, added_columns VARCHAR, applied_at TIMESTAMP WITH TIME ZONE);
+CREATE TABLE hightouch_audit.sync_changelog(sync_id BIGINT, sync_run_id BIGINT, op_type VARCHAR, row_id VARCHAR, status VARCHAR, failure_reason VARCHAR, fields JSON, batch_started_at TIMESTAMP WITH TIME ZONE, invalid_reason VARCHAR, error_code VARCHAR);
+CREATE TABLE hightouch_audit.sync_runs(sync_id BIGINT, sync_run_id BIGINT, primary_key VARCHAR, destination VARCHAR, model_name VARCHAR, model_id BIGINT, status VARCHAR, "error" VARCHAR, started_at TIMESTAMP WITH TIME ZONE, finished_at TIMESTAMP WITH TIME ZONE, num_planned_add BIGINT, num_planned_change BIGINT, num_planned_remove BIGINT, num_attempted_add BIGINT, num_attempted_change BIGINT, num_attempted_remove BIGINT, num_succeeded_add BIGINT, num_succeeded_change BIGINT, num_succeeded_remove BIGINT, num_failed_add BIGINT, num_failed_change BIGINT, num_failed_remove BIGINT, extra JSON);
+CREATE TABLE hightouch_audit.sync_snapshot(sync_id BIGINT, op_type VARCHAR, row_id VARCHAR, status VARCHAR, failure_reason VARCHAR, fields JSON, fields_hash VARCHAR, last_sync_run_id BIGINT, invalid_reason VARCHAR, error_code VARCHAR);
+CREATE VIEW census.sync_log AS SELECT log_id, sync_id, sync_run_id, record_identifier, record_payload, batch_started_at, batch_completed_at, operation, status, status_message, _census_logged_at, destination_id, destination_object_id, source_id, source_object_id, batch_number, invalid_reason, error_code FROM census.sync_log_records;
+
