@@ -12,7 +12,7 @@ DIST ?= dist
 BUILD_VENV := .venv-build
 BUILD_PYTHON ?= $(BUILD_VENV)/bin/python
 
-.PHONY: demo test lint bench faults scale install dbt-install clean dist docs
+.PHONY: demo test lint bench faults soak scale install dbt-install clean dist docs
 
 $(STAMP): pyproject.toml testing/pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ bench: $(STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt, small 
 faults: $(STAMP)  ## injected faults on every target (the clouds on their stand-ins) and eight concurrent writers (bench/FAULTS.md)
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
+
+soak: $(STAMP)  ## the model tests at length: 2,000 random sequences each on DuckDB, PostgreSQL, the lake and SQLite, 200 on each cloud stand-in (bench/SOAK.md); SOAK_ARGS="--targets duckdb --sequences 100 --add" for a part
+	./scripts/system-deps.sh
+	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 
 scale: $(STAMP)  ## bytes of row data through the driver: a 1M-record write_run into every target on a standalone cluster, storage on moto S3 (bench/SCALE.md); SCALE_ARGS="--records 2000" for a small run
 	./scripts/system-deps.sh

@@ -20,6 +20,8 @@ import itertools
 import json
 import os
 import random
+import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -49,6 +51,10 @@ from synclog_testing.reference import Layouts, Record, ReferenceLog, Refused
 from synclog_testing.reference.observed import differences, expected, lake_tables, sql_tables
 
 PROFILE_ENV = "SYNCLOG_MODEL_PROFILE"
+EXAMPLES_ENV = "SYNCLOG_MODEL_SEQUENCES"
+"""Sequences per target, instead of the profile's number (`make soak` sets it)."""
+STATS_ENV = "SYNCLOG_MODEL_STATS"
+"""A file each run of sequences appends one JSON line to: its sequences and steps (`make soak`)."""
 settings.register_profile(
     "ci",
     max_examples=24,
@@ -117,7 +123,9 @@ class OpenRun:
         """Short, for shrunk sequences: which of the sequence's syncs, the run's id, its start."""
         run = self.run
         whole = ", whole model" if run.full_model else ""
-        return f"run {run.sync_run_id} of sync #{run.sync_id % 10} (started {run.started_at:%m-%d %H:%M}{whole})"
+        return (
+            f"run {run.sync_run_id} of sync #{run.sync_id % 10} (started {run.started_at:%m-%d %H:%M}{whole})"
+        )
 
 
 @st.composite
@@ -159,6 +167,8 @@ class Harness:
     storage: Location
     lake_root: Callable[[], tuple[Any, str]] | None = None
     """For a lake: its filesystem and root."""
+    counted: Counter[str] = field(default_factory=Counter)
+    """Sequences run and steps taken (each checked against the model)."""
 
 
 def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
@@ -167,10 +177,12 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
     layouts = Layouts(caps.layouts, run_metadata=caps.run_metadata_columns, fields_column=caps.fields_column)
     sequence = itertools.count()
     now = datetime.now(UTC).replace(microsecond=0)
+    counted = harness.counted
 
     class LogMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
+            counted["sequences"] += 1
             base = random.Random(next(sequence)).randrange(10**6, 10**9) * 10  # syncs of its own
             self.syncs = [Sync(1, base + 1), Sync(1, base + 2), Sync(2, base + 3)]
             per_sync = {self.syncs[1].sync_id: SHORT_RETENTION_DAYS}
@@ -302,6 +314,7 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
 
         @invariant()
         def tables_match_the_model(self) -> None:
+            counted["steps"] += 1
             syncs = [s.sync_id for s in self.syncs]
             want = expected(self.model.tables(syncs))
             got = self._observed(list(want))
@@ -402,8 +415,27 @@ def profile() -> settings:
 
 
 def run_sequences(harness: Harness, examples: int | None = None) -> None:
-    """Run the target's sequences (`examples` of them, else the profile's number)."""
+    """Run the target's sequences: `$SYNCLOG_MODEL_SEQUENCES`, else `examples`, else the
+    profile's number. With `$SYNCLOG_MODEL_STATS` set, append how many ran, and whether they failed."""
     chosen = profile()
-    if examples is not None:
-        chosen = settings(chosen, max_examples=examples)
-    run_state_machine_as_test(machine_for(harness), settings=chosen)
+    wanted = os.environ.get(EXAMPLES_ENV)
+    if wanted or examples is not None:
+        chosen = settings(chosen, max_examples=int(wanted) if wanted else examples)
+    started = time.perf_counter()
+    failing = 0
+    try:
+        run_state_machine_as_test(machine_for(harness), settings=chosen)
+    except BaseException:
+        failing = 1
+        raise
+    finally:
+        stats = os.environ.get(STATS_ENV)
+        if stats:
+            line = {
+                "target": harness.url.split(":", 1)[0],
+                **harness.counted,
+                "failing": failing,
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+            with open(stats, "a", encoding="utf-8") as out:
+                out.write(json.dumps(line) + "\n")

@@ -1,0 +1,177 @@
+"""The model tests at length: `python bench/soak.py` rewrites bench/SOAK.md.
+
+For each target it runs the conformance suite's stateful model test
+(`ModelConformance.test_log_tables_follow_the_reference_model`: random sequences of writes,
+replays, finishes, outages and retention over several syncs, every table compared with the
+reference model after every step) with the Hypothesis profile `soak` (random, not derandomised:
+every chunk explores sequences of its own), in chunks of `--chunk` sequences, one pytest process
+each, until the target has run its sequences. A chunk that fails stops its target; its output,
+the shrunk sequence included, is kept in bench/soak-logs/.
+
+    python bench/soak.py                                   # 2,000 per target, 200 on the stand-ins
+    python bench/soak.py --targets duckdb --sequences 300 --until 18:05
+    python bench/soak.py --targets snowflake,bigquery --cloud-sequences 50 --add
+
+`--until HH:MM` (UTC) starts no chunk after that time and reports what ran; `--add` keeps the
+report's earlier runs and adds this one below them (targets soaked in parts add up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TEST = "test_log_tables_follow_the_reference_model"
+TARGETS: dict[str, tuple[str, dict[str, str]]] = {
+    "duckdb": (f"integration/test_duckdb.py::TestDuckDB::{TEST}", {}),
+    "postgres": (f"integration/test_postgres.py::TestPostgres::{TEST}", {}),
+    "lake": (f"integration/test_lake.py::TestLakeConformance::{TEST}", {}),
+    "sqlite": (f"examples/synclog-sqlite/tests/test_sqlite_conformance.py::TestSqlite::{TEST}", {}),
+    "snowflake": (f"integration/test_snowflake.py::TestSnowflake::{TEST}", {}),
+    "bigquery": (f"integration/test_bigquery.py::TestBigQuery::{TEST}", {}),
+    "redshift": (f"integration/test_redshift.py::TestRedshift::{TEST}", {}),
+    "databricks": (f"integration/test_databricks.py::TestDatabricksWarehouse::{TEST}", {}),
+    "databricks-cluster": (
+        f"integration/test_databricks_spark.py::TestDatabricksInCluster::{TEST}",
+        {"SYNCLOG_DATABRICKS_SPARK": "1"},
+    ),
+}
+LOCAL = ("duckdb", "postgres", "lake", "sqlite")
+"""Targets on this machine's own databases; the others run on the clouds' stand-ins."""
+REPORT = HERE / "SOAK.md"
+LOGS = HERE / "soak-logs"
+
+
+@dataclass
+class Soaked:
+    """What ran of one target."""
+
+    target: str
+    sequences: int = 0
+    steps: int = 0
+    failing: str = "0"
+    """"0", "1" (a chunk found a difference), or "error" (a chunk could not run)."""
+    seconds: float = 0.0
+    log: str = ""
+
+    def row(self) -> str:
+        cells = (self.target, f"{self.sequences:,}", f"{self.steps:,}", self.failing, f"{self.seconds:,.0f}")
+        return "| " + " | ".join(cells) + " |"
+
+
+def soak(name: str, sequences: int, chunk: int, until: datetime | None) -> Soaked:
+    """Run `sequences` of `name`'s sequences in chunks; what ran, and whether any failed."""
+    node, env = TARGETS[name]
+    done = Soaked(name)
+    while done.sequences < sequences and (until is None or datetime.now(UTC) < until):
+        with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as stats:
+            stats_path = Path(stats.name)
+        run_env = {
+            **os.environ,
+            **env,
+            "SYNCLOG_MODEL_PROFILE": "soak",
+            "SYNCLOG_MODEL_SEQUENCES": str(min(chunk, sequences - done.sequences)),
+            "SYNCLOG_MODEL_STATS": str(stats_path),
+        }
+        command = [sys.executable, "-m", "pytest", node, "-x", "-q", "-p", "no:cacheprovider"]
+        started = time.perf_counter()
+        result = subprocess.run(command, cwd=ROOT, env=run_env, capture_output=True, text=True, check=False)
+        done.seconds += time.perf_counter() - started
+        lines = [json.loads(line) for line in stats_path.read_text().splitlines() if line.strip()]
+        stats_path.unlink()
+        done.sequences += sum(line.get("sequences", 0) for line in lines)
+        done.steps += sum(line.get("steps", 0) for line in lines)
+        print(f"{name}: {done.sequences} sequences, {done.steps} steps, {done.seconds:.0f} s", flush=True)
+        if result.returncode == 0 and lines:
+            continue
+        LOGS.mkdir(exist_ok=True)
+        log = LOGS / f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%S}.txt"
+        log.write_text(result.stdout + result.stderr, encoding="utf-8")
+        done.failing = "1" if any(line.get("failing") for line in lines) else "error"
+        done.log = str(log.relative_to(ROOT))
+        print(f"{name}: {'FAILED' if done.failing == '1' else 'could not run'}, see {done.log}", flush=True)
+        break
+    return done
+
+
+def report(rows: list[Soaked], args: argparse.Namespace) -> str:
+    """This run's section of SOAK.md."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    quoted = shlex.join(["python", "bench/soak.py", *sys.argv[1:]])
+    lines = [
+        f"## Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC at {commit or 'an unknown commit'}",
+        "",
+        f"`{quoted}`: profile `soak`, chunks of {args.chunk} sequences (one pytest process each).",
+        "",
+        "| target | sequences | steps | failing | seconds |",
+        "|---|---|---|---|---|",
+        *(row.row() for row in rows),
+    ]
+    for row in rows:
+        if row.log:
+            lines.append(f"\n{row.target}: the failing chunk's output (its shrunk sequence): `{row.log}`.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--targets", default=",".join(TARGETS), help=f"comma-separated, of {', '.join(TARGETS)}"
+    )
+    parser.add_argument(
+        "--sequences", type=int, default=2000, help="sequences per local target (default 2000)"
+    )
+    parser.add_argument(
+        "--cloud-sequences", type=int, default=200, help="sequences per cloud stand-in (default 200)"
+    )
+    parser.add_argument("--chunk", type=int, default=100, help="sequences per pytest process (default 100)")
+    parser.add_argument("--until", help="HH:MM UTC: start no chunk after it")
+    parser.add_argument("--add", action="store_true", help="keep the report's earlier runs")
+    parser.add_argument("--report", type=Path, default=REPORT)
+    args = parser.parse_args()
+    names = [n for n in args.targets.split(",") if n]
+    unknown = sorted(set(names) - set(TARGETS))
+    if unknown:
+        parser.error(f"unknown target {unknown[0]!r}")
+    until = None
+    if args.until:
+        hour, minute = map(int, args.until.split(":"))
+        until = datetime.now(UTC).replace(hour=hour, minute=minute, second=0, microsecond=0)
+    rows = []
+    for name in names:
+        wanted = args.sequences if name in LOCAL else args.cloud_sequences
+        rows.append(soak(name, wanted, args.chunk, until))
+    header = (
+        "# Soak: the model tests at length\n\n"
+        "Every table of every layout compared with the reference model after every step of random "
+        "sequences (`python bench/soak.py`, see its docstring; `make soak`). `failing` is 1 when a "
+        "chunk found a difference (its shrunk sequence is in the log named below the table), "
+        "`error` when the chunk could not run.\n"
+    )
+    earlier = ""
+    if args.add and args.report.exists():
+        text = args.report.read_text(encoding="utf-8")
+        earlier = text[text.index("## Run of") :] if "## Run of" in text else ""
+    kept = earlier.rstrip() + "\n\n" if earlier else ""
+    args.report.write_text(header + "\n" + kept + report(rows, args), encoding="utf-8")
+    print(f"wrote {args.report}")
+    return 1 if any(row.failing != "0" for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
