@@ -3,10 +3,12 @@
 census (`sync_log`): `invalid_reason` NULL or DUPLICATE is invalid (whatever the destination
 said, which `layout_status` keeps); else succeeded as stored; a rejection with the "Not
 attempted" message the layout gives aborted records is aborted; any other rejection is
-rejected. A finished run's start, end, status (succeeded, partial or failed) and the engine's
-fields come from synclog's own `synclog_runs`; a run without a row there (not finished yet, or
-logged by synclog 0.1) starts at its first batch and ends with its last, and failed when it
-aborted records, partial when some of its records succeeded all the same (`RunStatus`).
+rejected. Runs are those `sync_log` holds records of (a run whose records all expired is gone
+from the list, as its records are); a finished run's start, end, status (succeeded, partial or
+failed) and the engine's fields come from synclog's own `synclog_runs`; a run without a row there
+(not finished yet, or logged by synclog 0.1) starts at its first batch and ends with its last,
+and failed when it aborted records, partial when some of its records succeeded all the same
+(`RunStatus`).
 
 hightouch (`sync_changelog`, `sync_runs`): `invalid_reason` set is invalid; else succeeded and
 aborted as stored, failed is rejected; a row that left the model with no destination operation
@@ -87,15 +89,13 @@ class CensusTracking(LayoutTracking):
         else:
             null = {name: t.cast_sql("NULL", kind) for name, kind in _ENDED.items()}
             ended = "SELECT " + ", ".join(f"{v} AS {k}" for k, v in null.items()) + " WHERE 1 = 0"
-        numbers = ", ".join(f"COALESCE(c.{name}, 0) AS {name}" for name in _NUMBERS)
+        numbers = ", ".join(f"c.{name}" for name in _NUMBERS)
         sql = (
             f"WITH c AS ({counted}), r AS ({ended}) "
-            "SELECT COALESCE(r.sync_id, c.sync_id) AS sync_id, "
-            "COALESCE(r.sync_run_id, c.sync_run_id) AS sync_run_id, "
-            "COALESCE(r.started_at, c.first_batch) AS started_at, "
+            "SELECT c.sync_id, c.sync_run_id, COALESCE(r.started_at, c.first_batch) AS started_at, "
             "COALESCE(r.finished_at, c.last_batch) AS finished_at, "
             f"COALESCE(r.status, c.implied) AS status, {t.json_text_sql('r.extra')} AS extra, {numbers} "
-            "FROM c FULL OUTER JOIN r ON r.sync_id = c.sync_id AND r.sync_run_id = c.sync_run_id "
+            "FROM c LEFT JOIN r ON r.sync_id = c.sync_id AND r.sync_run_id = c.sync_run_id "
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
         return conform(self.target.query(sql, params), RUN_COUNTS)
