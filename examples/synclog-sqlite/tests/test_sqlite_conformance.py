@@ -9,6 +9,7 @@ import pytest
 
 from synclog_testing.conformance import (
     HightouchConformance,
+    ModelConformance,
     NamingAndDdlConformance,
     OutagesConformance,
     PrivacyConformance,
@@ -21,6 +22,7 @@ from synclog_testing.outage import Outage, file_outage
 
 
 class TestSqlite(
+    ModelConformance,
     NamingAndDdlConformance,
     WritesConformance,
     OutagesConformance,

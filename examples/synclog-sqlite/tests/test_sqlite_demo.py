@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import synclog_sqlite
-from synclog.plugin_api import TargetSettings, TargetURL
+from synclog.plugin_api import Column, ColumnType, TableSpec, TargetSettings, TargetURL
 from synclog_sqlite.plugin import TARGET_TYPE
 from synclog_sqlite.target import SqliteTarget
 from synclog_testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
@@ -77,6 +77,22 @@ def test_records_command_reads_the_demo(demo: tuple[str, str]) -> None:
     done = synclog("records", "--target", demo[0], "--sync", "1234", "--status", "rejected")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rejected" in done.stdout
+
+
+def test_a_connection_sees_the_schemas_another_connection_attached_since_it_opened(tmp_path: Path) -> None:
+    """A reader opened before the first write finds the tables that write created."""
+    url, settings = TargetURL.parse(f"sqlite:///{tmp_path / 'logs.sqlite'}"), TargetSettings()
+    reader, writer = TARGET_TYPE.open(url, settings), TARGET_TYPE.open(url, settings)
+    table = TableSpec("census", "census", "runs", (Column("sync_id", ColumnType.BIGINT),), ("sync_id",))
+    try:
+        assert reader.existing_tables([table]) == []
+        writer.ensure([table])
+        writer.execute("INSERT INTO census.runs VALUES (7)")
+        assert reader.existing_tables([table]) == [table]
+        assert reader.query("SELECT sync_id FROM census.runs").to_pylist() == [{"sync_id": 7}]
+    finally:
+        reader.close()
+        writer.close()
 
 
 def imported_synclog_modules(folder: Path) -> set[str]:

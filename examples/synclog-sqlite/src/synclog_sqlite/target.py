@@ -148,9 +148,17 @@ class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
         stored = file if file == api.MEMORY else Path(file).name
         self.execute(f"INSERT OR REPLACE INTO main.{SCHEMAS_TABLE} VALUES (?, ?)", [schema, stored])
 
+    def _attach_recorded(self, schema: str) -> bool:
+        """Attach `schema` if another connection created it since this one opened (the main file
+        lists it); whether it is attached now."""
+        recorded = self.fetch(f"SELECT file FROM main.{SCHEMAS_TABLE} WHERE name = ?", [schema])
+        if recorded:
+            self._attach(schema, recorded[0][0])
+        return bool(recorded)
+
     def existing_columns(self, relation: api.Relation) -> list[str] | None:
         schema, name = relation.parts[-2], relation.parts[-1]
-        if schema not in self._attached():
+        if schema not in self._attached() and not self._attach_recorded(schema):
             return None
         rows = self.fetch(f"PRAGMA {self.quote(schema)}.table_info({self.quote(name)})")
         return [row[1] for row in rows] or None
