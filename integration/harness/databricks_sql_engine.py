@@ -189,6 +189,10 @@ class Engine:
 
     def execute(self, session: SparkSession, sql: str, params: list[dict[str, Any]], tag: str) -> Result:
         text = _strip(sql)
+        # Each statement sees every table as last committed, whichever session wrote it (Delta's
+        # reads are snapshots of the latest version); Spark would keep the file list of a
+        # Parquet table this session read earlier, missing what other sessions wrote since.
+        session._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
         handlers: list[tuple[re.Pattern[str], Callable[..., Result]]] = [
             (_PUT, self._put), (_GET, self._get), (_REMOVE, self._remove), (_LIST, self._list),
             (_CREATE_CATALOG, self._create_catalog), (_CREATE_VOLUME, self._create_volume),

@@ -228,6 +228,19 @@ def test_delete_and_insert_only_merge_are_emulated(conn: Any) -> None:
     cur.execute("DROP TABLE census.census.retention")
 
 
+def test_a_session_reads_what_another_session_wrote_since(dbx: DatabricksSqlServer, conn: Any) -> None:
+    """A table read in one session, then written in another, reads the new rows in the first."""
+    with sql.connect(**dbx.connect_kwargs(catalog="census")) as other, other.cursor() as writer:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE IF NOT EXISTS census.census.seen (id INT) USING DELTA")
+        cur.execute("SELECT count(*) FROM census.census.seen")
+        assert cur.fetchall()[0][0] == 0
+        writer.execute("INSERT INTO census.census.seen VALUES (1), (2)")
+        cur.execute("SELECT count(*) FROM census.census.seen")
+        assert cur.fetchall()[0][0] == 2
+        cur.execute("DROP TABLE census.census.seen")
+
+
 MARKER_MERGE = (  # the shape synclog's core sends: the staged rows, and a marker row per replaced key
     "MERGE INTO census.census.swap AS t USING (SELECT id, v, FALSE AS mark FROM VALUES (2, 'new'), "
     "(2, 'newer') AS s(id, v) UNION ALL SELECT CAST(? AS INT), CAST(NULL AS STRING), TRUE) AS s "
