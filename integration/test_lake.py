@@ -295,8 +295,8 @@ def test_demo_writes_a_lake_that_seed_003_queries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    # At this scale the runs kept by the 7-day retention still hold NULL and DUPLICATE records.
-    assert main(["demo", "--target", "lake:///lake", "--scale", "0.2"]) == 0
+    # The last day's runs (one per sync, 5678 among them): each holds NULL and DUPLICATE records.
+    assert main(["demo", "--target", "lake:///lake", "--scale", "0.02", "--days", "1"]) == 0
     out = capsys.readouterr().out
     assert "(seed 003, on" in out
     lake = tmp_path / "lake"

@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 from synclog.cli.main import describe, main
+from synclog.demo.simulator import history
 from synclog.retention import cutoff
 from synclog_testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
 
@@ -55,6 +56,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         (("records", "--sync", "1", "--out", "x.txt"), "argument --out: must end in .csv, .jsonl, .parquet"),
         (("runs",), "the following arguments are required: --sync"),
         (("runs", "--sync", "1", "--offset", "-1"), "argument --offset: must be 0 or more, got -1"),
+        (("demo", "--days", "11"), "argument --days: must be a whole number from 1 to 10, got 11"),
+        (("demo", "--days", "0"), "argument --days: must be a whole number from 1 to 10, got 0"),
         (("cleanup", "--target", "warehouse"), "unknown target 'warehouse'"),
         (("cleanup", "--target", "oracle://h/db"), "no installed plugin handles oracle://"),
         (("write", "--run", "absent.json", "--records", "x.parquet"), "cannot read run description"),
@@ -126,6 +129,21 @@ def test_plugins_lists_targets_and_capabilities(capsys: pytest.CaptureFixture[st
     assert main(["plugins"]) == 0
     out = capsys.readouterr().out
     assert "duckdb://" in out and "json_type" in out and "JSON" in out
+
+
+def test_demo_days_are_the_last_runs_of_the_ten_days() -> None:
+    """Each sync runs every 40 hours (the syncs 3 hours apart), its last run 11 to 20 hours before
+    now: one day holds each sync's last run, five days its last three, ten days all six; the
+    runs kept are the ten days' runs, unchanged."""
+    now = datetime(2026, 11, 26, 12, tzinfo=UTC)
+    every = history(now, 0.02)
+    assert len(every) == 24 and history(now, 0.02, days=10) == every
+    assert [sim.run.sync_run_id for sim in history(now, 0.02, days=1)] == [5678, 7006, 8106, 9206]
+    five = history(now, 0.02, days=5)
+    assert {(sim.run.sync_id, sim.index) for sim in five} == {
+        (sync_id, index) for sync_id in (1234, 2345, 3456, 4567) for index in (3, 4, 5)
+    }
+    assert len(five) == 12 and all(sim in every for sim in five)
 
 
 def test_demo_answers_the_seed_queries(demo: Path) -> None:

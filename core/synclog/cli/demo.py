@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from synclog.cli.output import format_table
 from synclog.config import Config, SyncSettings
 from synclog.demo import report
-from synclog.demo.simulator import DEMO_ORG_ID, RUNS_PER_SYNC, SYNCS, history, records
+from synclog.demo.simulator import DEMO_ORG_ID, HISTORY_DAYS, RUNS_PER_SYNC, SYNCS, history, records
 from synclog.targets.base import Target
 from synclog.targets.lake import LakeTarget
 from synclog.writer import SyncLog
@@ -44,7 +44,20 @@ def add_parser(subs: Any) -> None:
         default=1.0,
         help="people per sync relative to the default (1.0 gives about 130,000 records)",
     )
+    demo.add_argument(
+        "--days",
+        type=_days,
+        default=HISTORY_DAYS,
+        help=f"only the runs of the last DAYS of the {HISTORY_DAYS} (default {HISTORY_DAYS}; 1 gives "
+        "one run per sync): the same runs, fewer of them",
+    )
     demo.set_defaults(handler=run_demo)
+
+
+def _days(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= HISTORY_DAYS:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {HISTORY_DAYS}, got {text}")
+    return int(text)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -52,10 +65,10 @@ def run_demo(args: argparse.Namespace) -> int:
     if not 0 < args.scale <= 100:
         raise SystemExit(f"synclog: error: --scale must be in (0, 100], got {args.scale}")
     now = datetime.now(UTC).replace(microsecond=0)
-    runs = history(now, args.scale)
+    runs = history(now, args.scale, args.days)
     with SyncLog.open(args.target, Config.load(args.config), writes=True) as log:
         log.config = demo_config(log.config, log.connector.capabilities.layouts)
-        print(f"writing {len(runs)} runs of {len(SYNCS)} syncs over the last 10 days into {log.url}")
+        print(f"writing {len(runs)} runs of {len(SYNCS)} syncs over the last {args.days} days into {log.url}")
         total = 0
         for number, sim in enumerate(runs, 1):
             frame = records(log.spark, sim, args.scale)
