@@ -2,8 +2,9 @@
 
 Rows are read with plain SQL (`Target.query`) or, for the lake, straight from its files, then
 normalised alike on both sides: column names lower case, timestamps as UTC, JSON as canonical
-text (keys sorted, integral numbers as integers), `_census_logged_at` (the time of the load)
-left out, a column a table has not gained yet (`split_group`) read as NULL.
+text (keys sorted, integral numbers below 2^53 as integers, other numbers as floats),
+`_census_logged_at` (the time of the load) left out, a column a table has not gained yet
+(`split_group`) read as NULL.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ FACTS = ("source_objects", "destinations", "destination_objects")
 
 
 def canonical_json(value: Any) -> str | None:
-    """JSON text (or a parsed value) as one text form: keys sorted, integral numbers as integers."""
+    """JSON text (or a parsed value) as one text form: keys sorted, numbers as `_integral` gives them."""
     if value is None:
         return None
     parsed = json.loads(value) if isinstance(value, str) else value
@@ -55,8 +56,11 @@ def canonical_json(value: Any) -> str | None:
 
 
 def _integral(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+    """Numbers in one form: integral ones a double holds exactly as int, others as float (a
+    warehouse's exact numeric 10**30 and a payload's 1e30 alike)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        exact = value.is_integer() if isinstance(value, float) else True
+        return int(value) if exact and abs(value) < 2**53 else float(value)
     if isinstance(value, dict):
         return {k: _integral(v) for k, v in value.items()}
     if isinstance(value, list):
