@@ -58,63 +58,121 @@
     trim({{ dbt.split_part(message, delimiter, 1) }})
 {%- endmacro %}
 
-{#- One row per top-level field of a JSON object column: `columns` of `relation`, then
-    field_name and field_value, the value as text (strings unquoted, numbers and booleans as
-    JSON writes them, arrays and objects as JSON text, JSON null as NULL). The column is JSON
-    (DuckDB, BigQuery), JSONB (PostgreSQL), VARIANT (Snowflake), SUPER (Redshift) or STRING
-    holding JSON text (Spark, Databricks). -#}
+{#- A JSON column's value as JSON text: the text the warehouse's JSON type gives it (PostgreSQL's
+    jsonb one text per value, DuckDB's JSON and Spark's strings the text as written), so that two
+    copies of one payload compare equal as text. -#}
+{% macro synclog_json_text(column) -%}
+    {{ return(adapter.dispatch('synclog_json_text', 'synclog')(column)) }}
+{%- endmacro %}
+
+{% macro default__synclog_json_text(column) -%}
+    cast({{ column }} as {{ dbt.type_string() }})
+{%- endmacro %}
+
+{% macro snowflake__synclog_json_text(column) -%}
+    to_json({{ column }})
+{%- endmacro %}
+
+{% macro bigquery__synclog_json_text(column) -%}
+    to_json_string({{ column }})
+{%- endmacro %}
+
+{% macro redshift__synclog_json_text(column) -%}
+    json_serialize({{ column }})
+{%- endmacro %}
+
+{#- One row per top-level field of a JSON object held as text (`json_column` of `relation`, as
+    synclog_json_text gives it): `columns` of `relation`, then field_name and field_value, the
+    value in the one JSON text form of docs/analysts/dbt.md (synclog_json_value). -#}
 {% macro synclog_json_fields(relation, json_column, columns) -%}
     {{ return(adapter.dispatch('synclog_json_fields', 'synclog')(relation, json_column, columns)) }}
 {%- endmacro %}
 
+{#- A number's one text form: integral and below 2^53 in size, the integer; else the text of
+    `as_double` (the number as a double; default: `number` itself). -#}
+{% macro synclog_number_text(number, as_double=none) -%}
+    case when abs({{ number }}) < 9007199254740992 and {{ number }} = floor({{ number }})
+         then cast(cast({{ number }} as {{ dbt.type_bigint() }}) as {{ dbt.type_string() }})
+         else cast({{ as_double or number }} as {{ dbt.type_string() }}) end
+{%- endmacro %}
+
+{#- DuckDB's json_each gives each value as JSON (arrays and objects written compactly) and its type. -#}
 {% macro duckdb__synclog_json_fields(relation, json_column, columns) -%}
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         j.key as field_name,
-        case when j.type in ('OBJECT', 'ARRAY') then cast(j.value as varchar)
-             else j.value ->> '$' end as field_value
-    from {{ relation }} as r, json_each(r.{{ json_column }}) as j
+        case
+            when j.type = 'NULL' then null
+            when j.type in ('VARCHAR', 'BOOLEAN', 'OBJECT', 'ARRAY') then cast(j.value as varchar)
+            else {{ synclog.synclog_number_text('cast(j.value as double)') }}
+        end as field_value
+    from {{ relation }} as r, json_each(cast(r.{{ json_column }} as json)) as j
 {%- endmacro %}
 
+{#- PostgreSQL's jsonb writes arrays and objects with a space after each `,` and `:`: removed
+    outside strings. Numbers are jsonb's numeric (exact), made a double only past 2^53. -#}
 {% macro postgres__synclog_json_fields(relation, json_column, columns) -%}
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
-        j.key as field_name, j.value as field_value
+        j.key as field_name,
+        case jsonb_typeof(j.value)
+            when 'null' then null
+            when 'number' then {{ synclog.synclog_number_text(
+                "cast(j.value #>> '{}' as numeric)", "cast(j.value #>> '{}' as double precision)") }}
+            when 'string' then j.value::text
+            when 'boolean' then j.value::text
+            else regexp_replace(j.value::text, '("(?:[^"\\]|\\.)*")|\s+', '\1', 'g')
+        end as field_value
     from {{ relation }} as r
-    cross join lateral jsonb_each_text(cast(r.{{ json_column }} as jsonb)) as j
+    cross join lateral jsonb_each(cast(r.{{ json_column }} as jsonb)) as j
 {%- endmacro %}
 
+{#- Redshift: PartiQL's UNPIVOT over the text parsed to SUPER. -#}
 {% macro redshift__synclog_json_fields(relation, json_column, columns) -%}
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         j_key as field_name,
-        case json_typeof(j_value) when 'string' then cast(j_value as varchar(65535))
-             when 'null' then null else json_serialize(j_value) end as field_value
-    from {{ relation }} as r, unpivot r.{{ json_column }} as j_value at j_key
+        case json_typeof(j_value)
+            when 'null' then null
+            when 'number' then {{ synclog.synclog_number_text('cast(j_value as double precision)') }}
+            else json_serialize(j_value)
+        end as field_value
+    from (select *, json_parse({{ json_column }}) as document from {{ relation }}) as r,
+        unpivot r.document as j_value at j_key
 {%- endmacro %}
 
 {% macro snowflake__synclog_json_fields(relation, json_column, columns) -%}
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         j.key as field_name,
-        case when typeof(j.value) in ('OBJECT', 'ARRAY') then to_json(j.value)
-             else j.value::string end as field_value
-    from {{ relation }} as r, lateral flatten(input => r.{{ json_column }}) as j
+        case
+            when typeof(j.value) = 'NULL_VALUE' then null
+            when typeof(j.value) in ('INTEGER', 'DECIMAL', 'DOUBLE')
+                then {{ synclog.synclog_number_text('cast(j.value as double)') }}
+            else to_json(j.value)
+        end as field_value
+    from {{ relation }} as r, lateral flatten(input => parse_json(r.{{ json_column }})) as j
 {%- endmacro %}
 
 {% macro bigquery__synclog_json_fields(relation, json_column, columns) -%}
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         field_name,
-        case when json_type(r.{{ json_column }}[field_name]) in ('object', 'array')
-             then to_json_string(r.{{ json_column }}[field_name])
-             else json_value(r.{{ json_column }}[field_name]) end as field_value
+        case json_type(parse_json(r.{{ json_column }})[field_name])
+            when 'null' then null
+            when 'number' then {{ synclog.synclog_number_text('lax_float64(parse_json(r.' ~ json_column ~ ')[field_name])') }}
+            else to_json_string(parse_json(r.{{ json_column }})[field_name])
+        end as field_value
     from {{ relation }} as r
-    cross join unnest(json_keys(r.{{ json_column }}, 1)) as field_name
+    cross join unnest(json_keys(parse_json(r.{{ json_column }}), 1)) as field_name
 {%- endmacro %}
 
-{#- Spark and Databricks: JSON text (a VARIANT column is cast to its JSON text first). -#}
+{#- Spark and Databricks: the text parsed to a VARIANT, its fields by variant_explode. -#}
 {% macro spark__synclog_json_fields(relation, json_column, columns) -%}
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
-        j.field_name, j.field_value
-    from {{ relation }} as r
-    lateral view explode(from_json(cast(r.{{ json_column }} as string), 'map<string,string>')) j
-        as field_name, field_value
+        j.key as field_name,
+        case
+            when schema_of_variant(j.value) = 'VOID' then null
+            when schema_of_variant(j.value) in ('BIGINT', 'DOUBLE') or schema_of_variant(j.value) like 'DECIMAL%'
+                then {{ synclog.synclog_number_text('cast(j.value as double)') }}
+            else to_json(j.value)
+        end as field_value
+    from {{ relation }} as r, lateral variant_explode(parse_json(r.{{ json_column }})) as j
 {%- endmacro %}
 
 {#- A double precision float (dbt.type_float() is DuckDB's 4-byte FLOAT). -#}

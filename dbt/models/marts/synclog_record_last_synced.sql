@@ -1,46 +1,43 @@
-{#- When was my data updated in the destination? Per layout, sync and record identifier: the last
-    attempt (a record sent to the destination: succeeded or rejected) and the last one that
-    succeeded (NULL if none did). Times are the batch's completion where the layout has it
-    (census), else its start (hightouch). -#}
-with attempts as (
+{#- When was my data updated in the destination? Per layout, sync and record (docs/analysts/dbt.md):
+    its last sent row and its last row the destination accepted, flagged rows too, ordered by
+    time, then run id (copies one run sent at the same time: a success after a rejection, then by
+    message). One pass of window functions and a GROUP BY: no join. -#}
+{%- set newest_first = "synced_at desc, sync_run_id desc, case when outcome = 'succeeded' then 1 else 0 end desc, coalesce(status_message, '') desc" -%}
+with sent as (
     select
         layout,
         sync_id,
         record_identifier,
         sync_run_id,
-        status,
+        outcome,
         status_message,
+        invalid_reason,
         synced_at,
-        row_number() over (
-            partition by layout, sync_id, record_identifier order by synced_at desc, sync_run_id desc
-        ) as newest,
-        row_number() over (
-            partition by layout, sync_id, record_identifier, status order by synced_at desc, sync_run_id desc
-        ) as newest_of_status
+        row_number() over (partition by layout, sync_id, record_identifier order by {{ newest_first }}) as newest,
+        row_number() over (partition by layout, sync_id, record_identifier, outcome order by {{ newest_first }})
+            as newest_of_outcome
     from {{ ref('int_synclog__records') }}
-    where attempted and record_identifier is not null
+    where sent and record_identifier is not null
 ),
 
-last_attempt as (
-    select * from attempts where newest = 1
-),
-
-last_success as (
-    select * from attempts where status = 'succeeded' and newest_of_status = 1
+records as (
+    select
+        layout,
+        sync_id,
+        record_identifier,
+        max(case when newest = 1 then sync_run_id end) as last_attempt_run_id,
+        max(case when newest = 1 then synced_at end) as last_attempted_at,
+        max(case when newest = 1 then outcome end) as last_attempt_status,
+        max(case when newest = 1 then status_message end) as last_attempt_message,
+        max(case when newest = 1 then invalid_reason end) as last_attempt_invalid_reason,
+        max(case when outcome = 'succeeded' and newest_of_outcome = 1 then sync_run_id end) as last_succeeded_run_id,
+        max(case when outcome = 'succeeded' and newest_of_outcome = 1 then synced_at end) as last_succeeded_at
+    from sent
+    group by layout, sync_id, record_identifier
 )
 
 select
-    {{ synclog.synclog_key(['a.layout', 'a.sync_id', 'a.record_identifier']) }} as record_key,
-    {{ synclog.synclog_key(['a.layout', 'a.sync_id', 'a.sync_run_id']) }} as last_attempt_run_key,
-    a.layout,
-    a.sync_id,
-    a.record_identifier,
-    a.sync_run_id as last_attempt_run_id,
-    a.synced_at as last_attempted_at,
-    a.status as last_attempt_status,
-    a.status_message as last_attempt_message,
-    s.sync_run_id as last_succeeded_run_id,
-    s.synced_at as last_succeeded_at
-from last_attempt as a
-left join last_success as s
-    on s.layout = a.layout and s.sync_id = a.sync_id and s.record_identifier = a.record_identifier
+    {{ synclog.synclog_key(['layout', 'sync_id', 'record_identifier']) }} as record_key,
+    {{ synclog.synclog_key(['layout', 'sync_id', 'last_attempt_run_id']) }} as last_attempt_run_key,
+    records.*
+from records

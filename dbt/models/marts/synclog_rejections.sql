@@ -1,8 +1,6 @@
 {#- Why did the destination reject records, and what is the most common reason? Per layout, sync,
-    day (UTC, of the batch's start) and reason: the destination's error code (as synclog stored it;
-    for older rows the message's part before the first ':') with the full message kept. Only the
-    destination's rejections: records failing synclog's identifier checks and records a dying run
-    never attempted are not here (see synclog_run_health). -#}
+    UTC day of the batch's start, error code and message (docs/analysts/dbt.md): the rows whose
+    outcome is rejected, flagged ones too (aborted rows were never sent). -#}
 with rejected as (
     select
         layout,
@@ -10,9 +8,10 @@ with rejected as (
         {{ synclog.synclog_day('batch_started_at') }} as rejected_on,
         error_code,
         status_message,
+        invalid_reason,
         synced_at
     from {{ ref('int_synclog__records') }}
-    where status = 'rejected'
+    where outcome = 'rejected'
 )
 
 select
@@ -24,6 +23,7 @@ select
     error_code,
     status_message,
     count(*) as records,
+    count(invalid_reason) as flagged_records,
     min(synced_at) as first_rejected_at,
     max(synced_at) as last_rejected_at
 from rejected

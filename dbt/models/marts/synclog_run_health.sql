@@ -1,6 +1,7 @@
-{#- Per run: planned / attempted / succeeded / rejected / invalid (NULL, DUPLICATE) / aborted, the
-    rejection rate (the destination's rejections over the records attempted), started / finished
-    and duration: what hightouch's sync_runs holds, computed the same way for census. -#}
+{#- How healthy was each run? One row per run of each layout (docs/analysts/dbt.md): the status
+    `synclog runs` shows, start, finish and duration, records by the destination's outcome
+    (flagged ones too), the flagged ones apart, the rejection rate, and whether the run is past
+    the retention horizon. -#}
 select
     {{ synclog.synclog_key(['layout', 'sync_id', 'sync_run_id']) }} as run_key,
     layout,
@@ -14,8 +15,9 @@ select
     attempted,
     succeeded,
     rejected,
+    aborted,
     invalid_null,
     invalid_duplicate,
-    aborted,
-    cast(rejected as {{ synclog.synclog_type_double() }}) / nullif(attempted, 0) as rejection_rate
+    cast(rejected as {{ synclog.synclog_type_double() }}) / nullif(attempted, 0) as rejection_rate,
+    past_retention
 from {{ ref('int_synclog__runs') }}
