@@ -1,19 +1,26 @@
-"""The dbt package (dbt/): `dbt build` on DuckDB, PostgreSQL and fakesnow (Snowflake) over tables
-synclog wrote, each mart equal to the answer computed directly (synclog.tracking, the seeds'
-queries); every model compiles for BigQuery, Redshift and Spark too, and parses in their dialect.
-Marked dbt_all (minutes; `make test` leaves them out): `dbt build` through the Redshift wire proxy
-and in dbt-spark's session, and BigQuery's, skipped with what its build on local-bigquery hit."""
+"""The dbt package (dbt/): `dbt build` over one history synclog wrote per warehouse (DuckDB and
+PostgreSQL in `make test`), each mart compared row by row with the answer the marts' definitions
+(docs/analysts/dbt.md) give over the reference model's tables for the same history
+(`synclog_testing.reference.marts`); every model compiles for Snowflake, BigQuery, Redshift and
+Spark too, and parses in their dialect. Marked dbt_all (minutes; `make test` leaves them out):
+`dbt build` on fakesnow, through the Redshift wire proxy and in dbt-spark's session, and
+BigQuery's, skipped with what its build on local-bigquery hit.
+
+The tests named after a finding of issue 38 compare the columns the package had before it, so
+they fail on the package as it was for the reason the finding gives."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
-from dbt_answers import (
-    Logged,
-    anomalies,
-    canonical,
-    field_changes,
-    last_synced,
-    rejection_rate,
-    rejections,
-    run_health,
-    stays,
-    value,
-)
-from harness.dbt_package import PACKAGE, DbtPackage, dbt_executable
+from dbt_history import LAYOUTS, RETENTION_DAYS, SYNC_A, SYNC_B, history, model, now, write
+from harness.dbt_package import PACKAGE, REPO, DbtPackage, dbt_executable
 from harness.errors import ServerUnavailable
 from harness.fakesnow_server import fakesnow_server
 from harness.postgres_server import PostgresServer
@@ -44,23 +40,17 @@ from psycopg import sql
 from pyspark.sql import SparkSession
 
 from synclog.config import Config, SyncSettings
-from synclog.demo import report
-from synclog.demo.simulator import history, records
-from synclog.layouts.hightouch import RUNS as SYNC_RUNS
+from synclog.model import as_utc
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
+from synclog.tracking import RunQuery, find_runs
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
-from synclog_testing.seed_queries import SEED_002_ENTER_EXIT
+from synclog_testing.reference import Layouts, ReferenceLog
+from synclog_testing.reference.marts import Settings, marts
+from synclog_testing.reference.observed import differences, expected, sql_tables
 
-SCALE = 0.0003
-"""60 people per sync."""
-SYNCS = (1234, 4567)
-"""A mirror sync (census deletes) and a whole-model one (hightouch removals, splits)."""
-RUNS = 3
-"""The first runs of each: 6 runs per warehouse."""
-LAYOUTS = ("census", "hightouch")
 SCHEMA = "marts"
 """Where dbt builds the package's models."""
 VARS = {
@@ -69,6 +59,10 @@ VARS = {
     "synclog_anomaly_volume_threshold": 0.2,
     "synclog_anomaly_rejection_rate_threshold": 0.02,
 }
+SETTINGS = Settings(
+    anomaly_runs=2, anomaly_min_runs=1, anomaly_volume_threshold=0.2, anomaly_rejection_rate_threshold=0.02
+)
+"""VARS, as the reference marts take them."""
 MARTS = (
     "rejections",
     "record_last_synced",
@@ -77,19 +71,31 @@ MARTS = (
     "volume_anomalies",
     "field_changes",
 )
-COMPILED_ONLY = {"bigquery": "bigquery", "redshift": "redshift", "spark": "spark"}
+GRAINS = {
+    "rejections": ("layout", "sync_id", "rejected_on", "error_code", "status_message"),
+    "record_last_synced": ("layout", "sync_id", "record_identifier"),
+    "segment_membership": ("layout", "sync_id", "record_identifier", "first_run_id"),
+    "run_health": ("layout", "sync_id", "sync_run_id"),
+    "volume_anomalies": ("layout", "sync_id", "sync_run_id"),
+    "field_changes": ("layout", "sync_id", "record_identifier", "field_name", "sync_run_id"),
+}
+COMPILED_ONLY = {"bigquery": "bigquery", "redshift": "redshift", "snowflake": "snowflake", "spark": "spark"}
 """The adapters `make test` only compiles for, by the sqlglot dialect their SQL must parse in."""
+SOURCE_TABLES = ("census.sync_log", "census.synclog_runs", "hightouch.sync_changelog", "hightouch.sync_runs")
+"""The tables the package reads, as the reference model names them."""
 
 
 @dataclass(frozen=True)
 class Built:
-    """A warehouse holding synclog's tables and the package's models built over them."""
+    """A warehouse holding the history synclog wrote and the package's models built over it,
+    the reference model given the same history, and the marts its tables define."""
 
-    logged: Logged
     marts: dict[str, list[dict[str, Any]]]
     target: Target
+    reference: ReferenceLog
     unbuilt: dict[str, str]
     """Marts `dbt build` left out on this warehouse, with why."""
+    marts_schema: str
 
     def mart(self, name: str) -> list[dict[str, Any]]:
         """The mart's rows; the test skips where the warehouse did not build it."""
@@ -97,15 +103,9 @@ class Built:
             pytest.skip(self.unbuilt[name])
         return self.marts[name]
 
-
-def write_history(url: str, spark: SparkSession, storage: Location) -> None:
-    """The first RUNS runs of SYNCS in the LAYOUTS the marts read, as `synclog demo` simulates them."""
-    simulated = history(datetime(2026, 11, 20, tzinfo=UTC), SCALE)
-    runs = [sim for sim in simulated if sim.index < RUNS and sim.run.sync_id in SYNCS]
-    config = Config(storage=storage, defaults=SyncSettings(layouts=LAYOUTS))
-    with SyncLog.open(url, config, spark=spark) as log:
-        for sim in runs:
-            log.write_run(sim.run, records(spark, sim, SCALE))
+    def answer(self, name: str) -> list[dict[str, Any]]:
+        """The mart's rows as its definition gives them over the reference model's tables."""
+        return marts(self.reference.tables(), SETTINGS)[name]
 
 
 def dbt_package(folder: Path, outputs: dict[str, dict[str, Any]]) -> DbtPackage:
@@ -126,6 +126,8 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> DbtPackage:
         | {"dataset": SCHEMA, "keyfile_json": _fake_service_account(executable)},
         "redshift": {"type": "redshift", "host": "127.0.0.1", "port": 1, "user": "nobody"}
         | {"password": "none", "dbname": "analytics", "schema": SCHEMA},
+        "snowflake": {"type": "snowflake", "account": "nowhere", "user": "nobody", "password": "none"}
+        | {"database": "ANALYTICS", "schema": SCHEMA, "warehouse": "WH"},
         "spark": {"type": "spark", "method": "session", "host": "NA", "schema": SCHEMA},
     }
     return dbt_package(folder, outputs)
@@ -290,7 +292,12 @@ BIGQUERY_CTAS = (
     "and unit test fails in dbt-bigquery's client.get_table(query_job.destination): "
     "'NoneType' object has no attribute 'path'"
 )
-SPARK_SOURCES = ("census.sync_log", "hightouch_audit.sync_changelog", "hightouch_audit.sync_runs")
+SPARK_SOURCES = (
+    "census.sync_log",
+    "census.synclog_runs",
+    "hightouch_audit.sync_changelog",
+    "hightouch_audit.sync_runs",
+)
 """The tables the package's sources read."""
 
 
@@ -314,7 +321,7 @@ WAREHOUSES = {
     params=[
         "duckdb",
         "postgres",
-        "snowflake",
+        pytest.param("snowflake", marks=pytest.mark.dbt_all),
         pytest.param("redshift", marks=pytest.mark.dbt_all),
         pytest.param("spark", marks=pytest.mark.dbt_all),
         pytest.param("bigquery", marks=[pytest.mark.dbt_all, pytest.mark.skip(reason=BIGQUERY_CTAS)]),
@@ -325,12 +332,24 @@ def built(
     spark: SparkSession,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Built]:
-    """synclog's tables written on the warehouse, then `dbt build` of the package over them."""
+    """The history written on the warehouse (and given to the reference model), retention run on
+    both at the same `now`, then `dbt build` of the package."""
     folder = tmp_path_factory.mktemp(request.param)
+    present = now()
+    steps = history(present)
     with ExitStack() as stack:
         place = WAREHOUSES[request.param](request, folder, stack)
         runner = dbt_package(folder / "dbt", {request.param: place.output})
-        write_history(place.url, spark, place.storage)
+        config = Config(
+            storage=place.storage, defaults=SyncSettings(layouts=LAYOUTS, retention_days=RETENTION_DAYS)
+        )
+        with SyncLog.open(place.url, config, spark=spark) as log:
+            write(log, steps)
+            log.cleanup(present)
+            caps = log.connector.capabilities
+        layouts = Layouts(LAYOUTS, run_metadata=caps.run_metadata_columns, fields_column=caps.fields_column)
+        reference = model(steps, layouts)
+        reference.cleanup(present)
         if place.publish:
             place.publish()
         runner.run(request.param, "build", *place.build, variables=VARS).check()  # DuckDB: file closed
@@ -340,8 +359,8 @@ def built(
         read = place.read_mart or (
             lambda target, name: target.query(f"SELECT * FROM {place.marts}.synclog_{name}")
         )
-        marts = {name: rows_of(read(target, name)) for name in MARTS if name not in unbuilt}
-        yield Built(Logged.read(target, LAYOUTS), marts, target, unbuilt)
+        found = {name: rows_of(read(target, name)) for name in MARTS if name not in unbuilt}
+        yield Built(found, target, reference, unbuilt, place.marts)
 
 
 def rows_of(table: pa.Table) -> list[dict[str, Any]]:
@@ -349,128 +368,222 @@ def rows_of(table: pa.Table) -> list[dict[str, Any]]:
     return table.rename_columns([c.lower() for c in table.column_names]).to_pylist()
 
 
-def test_rejections_per_sync_day_and_reason(built: Built) -> None:
-    rows = built.mart("rejections")
-    got = Counter(
-        {(r["layout"], r["sync_id"], r["rejected_on"], r["status_message"]): r["records"] for r in rows}
-    )
-    assert got == rejections(built.logged)
-    assert {r["layout"] for r in rows} == set(LAYOUTS)
-    for r in rows:
-        assert r["error_code"] == r["status_message"].split(":")[0].strip()
-    assert "INVALID_USER_IDENTIFIER" in {r["error_code"] for r in rows}
-    # seed 000's most common reasons, summed from the mart
-    census = Counter()
-    for r in rows:
-        if r["layout"] == "census":
-            census[r["status_message"]] += r["records"]
-    top = rows_of(report.rejection_reasons(built.target))
-    assert [(t["status_message"], t["records"]) for t in top] == [
-        (message, census[message]) for message in [t["status_message"] for t in top]
-    ]
-    assert top[0]["records"] == max(census.values())
+def normal(value: Any) -> Any:
+    """A value as both sides give it: times in UTC, numbers rounded (integral ones as int)."""
+    if isinstance(value, datetime):
+        return as_utc(value)
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        number = round(float(value), 9)
+        return int(number) if number.is_integer() else number
+    return value
 
 
-def test_record_last_synced(built: Built) -> None:
-    got = {
-        (r["layout"], r["sync_id"], r["record_identifier"]): (
-            r["last_attempt_run_id"],
-            r["last_attempt_status"],
-            r["last_succeeded_run_id"],
-        )
-        for r in built.mart("record_last_synced")
-    }
-    want = last_synced(built.logged)
-    assert got == want
-    assert any(status == "rejected" for _run, status, _ok in want.values())
-    assert any(ok is not None and ok != run for run, _status, ok in want.values()), "an older success"
+def table_of(rows: Iterable[Mapping[str, Any]], columns: Iterable[str]) -> Counter[tuple[Any, ...]]:
+    """`rows` projected on `columns`, normalised, as a multiset."""
+    names = tuple(columns)
+    return Counter(tuple(normal(row[c]) for c in names) for row in rows)
 
 
-def test_segment_membership(built: Built) -> None:
-    rows = built.mart("segment_membership")
-    got = {
-        (r["layout"], r["sync_id"], r["record_identifier"], r["entered_run_id"], r["left_run_id"])
-        for r in rows
-    }
-    want = stays(built.logged)
-    assert got == want
-    assert len(got) == len(rows)
-    assert any(left is not None for *_k, left in want), "some records left"
-    for r in rows:  # (fakesnow's server answers a NULL timestamp as 1970-01-01: compare run ids)
-        assert (r["left_run_id"] is None) == r["is_current"]
-        assert r["left_run_id"] is None or r["valid_to"] > r["valid_from"]
-    # seed 000: who entered sync 1234's segment in each run
-    for run in sorted({r["entered_run_id"] for r in rows if (r["layout"], r["sync_id"]) == ("census", 1234)}):
-        seed = rows_of(report.segment_changes(built.target, 1234, run))
-        entered = {s["movement"]: s["people"] for s in seed}.get("entered", 0)
-        assert entered == sum(1 for r in rows if r["layout"] == "census" and r["entered_run_id"] == run)
-    # seed 002: who was added to each hightouch model
-    runs = built.target.relation(SYNC_RUNS).render()
-    models = {r["sync_id"]: r["model_name"] for r in rows_of(built.target.query(f"SELECT * FROM {runs}"))}
-    added = rows_of(built.target.query(SEED_002_ENTER_EXIT))
-    want_added = {(a["user_id"], a["audience"]) for a in added if a["type"] == "added" and a["user_id"]}
-    assert {(r["record_identifier"], models[r["sync_id"]]) for r in rows if r["layout"] == "hightouch"} == (
-        want_added
-    )
+def assert_same(
+    got: Iterable[Mapping[str, Any]], want: Iterable[Mapping[str, Any]], columns: Iterable[str]
+) -> None:
+    """The mart's rows equal the answer's, on `columns`; the difference listed row by row."""
+    names = tuple(columns)
+    mine, theirs = table_of(got, names), table_of(want, names)
+    missing, unexpected = theirs - mine, mine - theirs
+    lines = [f"missing: {dict(zip(names, row, strict=True))}" for row in sorted(missing, key=repr)]
+    lines += [f"unexpected: {dict(zip(names, row, strict=True))}" for row in sorted(unexpected, key=repr)]
+    assert not lines, f"{len(lines)} rows differ on {names}:\n" + "\n".join(lines[:40])
 
 
-def test_run_health(built: Built) -> None:
-    want = run_health(built.logged)
+def columns_of(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """Every column of a mart's answer (the hashed keys are not in it)."""
+    return tuple(rows[0])
+
+
+# -- the history and each mart, row by row -------------------------------------------------------
+
+
+def test_the_history_as_written_is_the_models(built: Built) -> None:
+    """The tables the package reads hold what the reference model says, so the answers below
+    are about the marts, not about the writer."""
+    syncs = [SYNC_A, SYNC_B]
+    want = {k: v for k, v in expected(built.reference.tables(syncs)).items() if k in SOURCE_TABLES}
+    got = sql_tables(built.target, list(want), syncs, [])
+    assert not differences(want, got)
+    assert sum(want["census.sync_log"].values()) > 20
+
+
+@pytest.mark.parametrize("name", MARTS)
+def test_mart_is_its_definition(built: Built, name: str) -> None:
+    """Every column of every row (but the hashed keys) equals the definition's answer."""
+    want = built.answer(name)
+    assert want, name
+    got = built.mart(name)
+    assert_same(got, want, columns_of(want))
+    grain = [tuple(normal(r[c]) for c in GRAINS[name]) for r in got]
+    assert len(grain) == len(set(grain)), f"{name}: its grain repeats"
+
+
+# -- issue 38's findings: each on the columns the package had before it --------------------------
+
+
+def kept_runs(built: Built) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The mart's and the answer's rows of the runs not past retention (which the package
+    before issue 38 knew of)."""
+    want = [r for r in built.answer("run_health") if not r["past_retention"]]
+    keys = {(r["layout"], r["sync_id"], r["sync_run_id"]) for r in want}
+    got = [r for r in built.mart("run_health") if (r["layout"], r["sync_id"], r["sync_run_id"]) in keys]
+    return got, want
+
+
+def test_run_status_is_the_one_synclog_runs_shows(built: Built) -> None:
+    """Finding 1: a failed run whose records the destination accepted is partial."""
+    got, want = kept_runs(built)
+    assert_same(got, want, ("layout", "sync_id", "sync_run_id", "run_status"))
     rows = built.mart("run_health")
-    assert len(rows) == len(want) == RUNS * len(SYNCS) * len(LAYOUTS)
-    for r in rows:
-        run = want[(r["layout"], r["sync_id"], r["sync_run_id"])]
-        assert (r["planned"], r["succeeded"], r["rejected"], r["aborted"]) == (
-            run["records"],
-            run["succeeded"],
-            run["rejected"],
-            run["aborted"],
-        )
-        assert r["invalid_null"] + r["invalid_duplicate"] == run["invalid"]
-        assert r["attempted"] == run["records"] - run["aborted"]
-        assert (r["started_at"], r["finished_at"], r["run_status"]) == (
-            run["started_at"],
-            run["finished_at"],
-            run["status"],
-        )
-        assert r["duration_seconds"] == int((run["finished_at"] - run["started_at"]).total_seconds())
-        assert r["rejection_rate"] == pytest.approx(rejection_rate(run))
-    # Both kinds of invalid records are in the history (the hightouch changelog leaves out a
-    # duplicate sent exactly as before and succeeding again: a repeat, no operation).
-    assert all(any(r[kind] for r in rows) for kind in ("invalid_null", "invalid_duplicate"))
-
-
-def test_volume_anomalies(built: Built) -> None:
-    want = anomalies(built.logged, 2, 1, 0.2, 0.02)
-    rows = built.mart("volume_anomalies")
-    assert len(rows) == len(want)
-    for r in rows:
-        records, rate, flag_records, flag_rate = want[(r["layout"], r["sync_id"], r["sync_run_id"])]
-        assert r["median_records"] == pytest.approx(records)
-        assert r["median_rejection_rate"] == pytest.approx(rate)
-        assert (r["records_anomaly"], r["rejection_rate_anomaly"]) == (flag_records, flag_rate)
-    assert any(r["records_anomaly"] for r in rows) and not all(r["records_anomaly"] for r in rows)
-
-
-def test_field_changes(built: Built) -> None:
-    rows = built.mart("field_changes")
-    got = {
-        (
-            r["layout"],
-            r["sync_id"],
-            r["record_identifier"],
-            r["field_name"],
-            r["previous_run_id"],
-            r["sync_run_id"],
-            canonical(value(r["old_value"])),
-            canonical(value(r["new_value"])),
-        )
-        for r in rows
+    shown = {
+        (layout, r["sync_id"], r["sync_run_id"]): r["status"]
+        for layout in LAYOUTS
+        for sync_id in (SYNC_A, SYNC_B)
+        for r in find_runs(built.target, RunQuery(sync_id, limit=100), layout).to_pylist()
     }
-    want = field_changes(built.logged)
-    assert got == want
-    assert len(rows) == len(got)
-    assert {f for *_k, f, _p, _r, _o, _n in want} >= {"plan", "lifetime_value", "model_version"}
+    assert {(r["layout"], r["sync_id"], r["sync_run_id"]): r["run_status"] for r in rows} == shown
+    assert shown[("census", SYNC_A, 3)] == shown[("hightouch", SYNC_A, 3)] == "partial"
+
+
+def test_attempted_counts_only_records_sent(built: Built) -> None:
+    """Finding 1: records flagged DUPLICATE that were never sent are not attempted; flagged
+    records the destination answered count by that answer, and so does the rejection rate."""
+    counts = ("planned", "attempted", "succeeded", "rejected", "aborted", "rejection_rate")
+    got, want = kept_runs(built)
+    assert_same(got, want, ("layout", "sync_id", "sync_run_id", *counts))
+    rows = built.mart("run_health")
+    hightouch = {r["sync_run_id"]: r for r in rows if (r["layout"], r["sync_id"]) == ("hightouch", SYNC_A)}
+    runs = built.reference.tables([SYNC_A])["hightouch.sync_runs"]
+    for run in (dict(r) for r in runs):
+        sent = sum(run[f"num_attempted_{op}"] for op in ("add", "change", "remove"))
+        assert hightouch[run["sync_run_id"]]["attempted"] == sent
+
+
+def test_runs_are_joined_on_sync_id(built: Built) -> None:
+    """Finding 1: sync A's flagged rows stay in sync A's runs, though sync B has the same run ids."""
+    got, want = kept_runs(built)
+    assert_same(got, want, ("layout", "sync_id", "sync_run_id", "invalid_null", "invalid_duplicate"))
+
+
+def test_last_synced_counts_flagged_records(built: Built) -> None:
+    """Finding 2: a flagged row the destination answered is an attempt like any other."""
+    columns = (
+        "layout",
+        "sync_id",
+        "record_identifier",
+        "last_attempt_run_id",
+        "last_attempted_at",
+        "last_attempt_status",
+        "last_attempt_message",
+        "last_succeeded_run_id",
+        "last_succeeded_at",
+    )
+    want = built.answer("record_last_synced")
+    assert_same(built.mart("record_last_synced"), want, columns)
+    only_flagged = {(r["layout"], r["record_identifier"]) for r in want if r["last_attempt_invalid_reason"]}
+    assert ("census", "u13@example.com") in only_flagged
+
+
+STAY = ("layout", "sync_id", "record_identifier", "entered_run_id", "valid_from", "left_run_id", "valid_to")
+
+
+def test_hightouch_changed_does_not_start_a_stay(built: Built) -> None:
+    """Finding 3: only `added` starts a stay; a stay whose first kept row is `changed` began
+    before the kept rows."""
+    want = [r for r in built.answer("segment_membership") if r["layout"] == "hightouch"]
+    got = [r for r in built.mart("segment_membership") if r["layout"] == "hightouch"]
+    assert_same(got, want, STAY)
+    assert any(not r["entry_retained"] for r in want)
+
+
+def test_census_stay_before_the_horizon_has_no_invented_start(built: Built) -> None:
+    """Finding 3: in a census log retention cut, a record's first kept row does not date its entry."""
+    want = [r for r in built.answer("segment_membership") if r["layout"] == "census"]
+    got = [r for r in built.mart("segment_membership") if r["layout"] == "census"]
+    assert_same(got, want, STAY)
+    u1 = [r for r in want if (r["sync_id"], r["record_identifier"]) == (SYNC_A, "u1@example.com")]
+    assert [(r["valid_from"], r["entry_retained"]) for r in u1] == [(None, False)]
+
+
+def test_membership_reads_flagged_rows_in_both_layouts(built: Built) -> None:
+    """Finding 3: a flagged row the destination accepted moves a census record as it moves a
+    hightouch one."""
+    columns = ("layout", "sync_id", "record_identifier")
+    assert_same(built.mart("segment_membership"), built.answer("segment_membership"), columns)
+
+
+def test_volume_anomalies_follow_run_health(built: Built) -> None:
+    """Finding 4: the anomalies are judged on the runs' right counts and rates."""
+    columns = (
+        "layout",
+        "sync_id",
+        "sync_run_id",
+        "median_records",
+        "median_rejection_rate",
+        "records_anomaly",
+        "rejection_rate_anomaly",
+    )
+    want = built.answer("volume_anomalies")
+    assert_same(built.mart("volume_anomalies"), want, columns)
+    assert any(r["rejection_rate_anomaly"] for r in want)
+
+
+def test_field_changes_of_flagged_payloads_in_one_text_form(built: Built) -> None:
+    """Findings 5 and 7: payloads a run sent flagged are read as the definition says, and each
+    value has one JSON text on every warehouse."""
+    columns = columns_of(built.answer("field_changes"))
+    assert_same(built.mart("field_changes"), built.answer("field_changes"), columns)
+    values = {r["new_value"] for r in built.answer("field_changes")}
+    assert {'["x","z"]', '"enterprise"', "1e+30"} <= values
+
+
+# -- the docs --------------------------------------------------------------------------------------
+
+DOCS = REPO / "docs" / "analysts" / "dbt.md"
+
+
+def test_docs_define_every_column_of_every_mart(built: Built) -> None:
+    """Finding 7: docs/analysts/dbt.md has a column table for each mart naming all its columns."""
+    text = DOCS.read_text(encoding="utf-8")
+    for name in MARTS:
+        section = text.split(f"### `synclog_{name}`", 1)
+        assert len(section) == 2, f"no section for synclog_{name}"
+        table = section[1].split("\n### ", 1)[0]
+        named = set(
+            re.findall(
+                r"`(\w+)`",
+                "\n".join(line.split("|")[1] for line in table.splitlines() if line.startswith("| `")),
+            )
+        )
+        columns = {
+            c.lower()
+            for c in built.target.query(
+                f"SELECT * FROM {built.marts_schema}.synclog_{name} WHERE 1 = 0"
+            ).column_names
+        }
+        assert columns <= named, f"synclog_{name}: {sorted(columns - named)} not defined"
+
+
+def test_docs_examples_run(built: Built) -> None:
+    """Finding 7: the doc's questions run as written on the marts its profile builds, and the
+    most common reason counts each rejected record once."""
+    text = DOCS.read_text(encoding="utf-8")
+    block = text.split("## Questions, answered on the demo", 1)[1].split("```sql", 1)[1].split("```", 1)[0]
+    statements = [s.strip() for s in block.split(";") if s.strip()]
+    assert len(statements) == len(MARTS)
+    answers = [rows_of(built.target.query(s)) for s in statements]
+    rejected = sum(r["records"] for r in built.answer("rejections") if r["layout"] == "census")
+    assert sum(r["records"] for r in answers[0]) == rejected
+
+
+# -- the other adapters ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("adapter", sorted(COMPILED_ONLY))
@@ -484,6 +597,7 @@ def test_every_model_compiles_for(adapter: str, package: DbtPackage) -> None:
     source = {
         "bigquery": "`nowhere`.`census`.`sync_log`",  # the profile's project
         "redshift": '"analytics"."census"."sync_log"',  # the profile's database
+        "snowflake": "CENSUS.census.sync_log",  # synclog's database there
         "spark": "census.sync_log",
     }
     assert source[adapter] in compiled["stg_synclog__census_records"], compiled["stg_synclog__census_records"]

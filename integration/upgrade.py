@@ -28,7 +28,9 @@ STARTED = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 def load_duckdb_export(connection: Any, folder: Path = DATA / "previous-duckdb") -> None:
     """Run the previous release's EXPORT DATABASE (schema, then data) on a DuckDB connection."""
     connection.execute((folder / "schema.sql").read_text(encoding="utf-8"))
-    connection.execute((folder / "load.sql").read_text(encoding="utf-8").replace("FROM '", f"FROM '{folder}/"))
+    connection.execute(
+        (folder / "load.sql").read_text(encoding="utf-8").replace("FROM '", f"FROM '{folder}/")
+    )
 
 
 def counts(target: Target) -> dict[tuple[int, int], int]:

@@ -57,7 +57,9 @@ def records(sync_id: int, day: int) -> list[dict[str, object]]:
 
 
 def write(url: str, storage: Path) -> None:
-    config = Config(defaults=SyncSettings(layouts=("census", "hightouch")), storage=Location.parse(str(storage)))
+    config = Config(
+        defaults=SyncSettings(layouts=("census", "hightouch")), storage=Location.parse(str(storage))
+    )
     with SyncLog.open(url, config) as log:
         for sync_id, run_id, day in RUNS:
             run = make_run(sync_id=sync_id, sync_run_id=run_id, started_at=STARTED + timedelta(days=day))
