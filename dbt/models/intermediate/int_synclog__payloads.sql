@@ -2,7 +2,7 @@
 {#- One payload per record and run (docs/analysts/dbt.md, synclog_field_changes): of the rows sent
     with an identifier and a payload, the run's copy sent last; copies sent at that same time that
     differ give the run no payload. payload_number orders a record's payloads by time, then run;
-    payloads counts them. -#}
+    payloads counts them; previous_run_id is the run of the payload before. -#}
 with sent as (
     select
         layout,
@@ -39,6 +39,8 @@ select
     payload,
     row_number() over (partition by layout, sync_id, record_identifier order by synced_at, sync_run_id)
         as payload_number,
+    lag(sync_run_id) over (partition by layout, sync_id, record_identifier order by synced_at, sync_run_id)
+        as previous_run_id,
     count(*) over (partition by layout, sync_id, record_identifier) as payloads
 from last_copies
 where versions = 1

@@ -61,7 +61,7 @@ select
     c.sync_id,
     c.record_identifier,
     c.field_name,
-    b.sync_run_id as previous_run_id,
+    p.previous_run_id,
     p.sync_run_id,
     p.synced_at as changed_at,
     c.old_value,
@@ -70,6 +70,3 @@ from changes as c
 inner join {{ ref('int_synclog__payloads') }} as p
     on p.layout = c.layout and p.sync_id = c.sync_id and p.record_identifier = c.record_identifier
     and p.payload_number = c.payload_number
-inner join {{ ref('int_synclog__payloads') }} as b
-    on b.layout = c.layout and b.sync_id = c.sync_id and b.record_identifier = c.record_identifier
-    and b.payload_number = c.payload_number - 1
