@@ -138,6 +138,7 @@ def history(now: datetime) -> list[Step]:
     a3.add(0, "u7", "rejected", message=RETRY)  # retried in batch 1
     a3.add(0, None, payload=_payload("nobody", "free"))  # sent without an identifier
     a3.add(1, "u7").add(1, "u8", "rejected", message=RATE_LIMITED)
+    a3.add(1, "u12", payload=_payload("u12", "free", lifetime_value=5))
     a3.add(2, "u9", "aborted").add(2, "u10", "aborted").add(2, "u11", "aborted").add(2, "u11", "aborted")
     for number in (0, 1, 2):
         steps.append(Step("write", a3.run, tuple(a3.batch(number))))
@@ -172,7 +173,7 @@ def history(now: datetime) -> list[Step]:
     whole(b3)
 
     # sync A, run 5: u6 twice in one batch (accepted), u1's fields change (numbers, arrays, a
-    # field dropped and one added), u12 sent once
+    # field dropped and one added), u12 changes from its payload of run 3 (run 4's two differ)
     a5 = _Batches(_run(SYNC_A, 5, ago(1), full_model=False))
     a5.add(0, "u6").add(0, "u6")
     a5.add(0, "u1", payload=_payload("u1", "enterprise", tags=["x", "z"], seats=12.5))

@@ -540,8 +540,8 @@ def test_field_changes_of_flagged_payloads_in_one_text_form(built: Built) -> Non
     value has one JSON text on every warehouse."""
     columns = columns_of(built.answer("field_changes"))
     assert_same(built.mart("field_changes"), built.answer("field_changes"), columns)
-    values = {r["new_value"] for r in built.answer("field_changes")}
-    assert {'["x","z"]', '"enterprise"', "1e+30"} <= values
+    values = {v for r in built.answer("field_changes") for v in (r["old_value"], r["new_value"])}
+    assert {'["x","z"]', '"enterprise"', "1000", "12.5", "1e+30"} <= values
 
 
 # -- the docs --------------------------------------------------------------------------------------
