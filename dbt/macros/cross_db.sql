@@ -82,8 +82,8 @@
 {%- endmacro %}
 
 {#- One row per top-level field of a JSON object held as text (`json_column` of `relation`, as
-    synclog_json_text gives it): `columns` of `relation`, then field_name and field_value, the
-    value in the one JSON text form of docs/analysts/dbt.md (synclog_json_value). -#}
+    synclog_json_text gives it) that holds a value (JSON null is none): `columns` of `relation`,
+    then field_name and field_value, the value in the one JSON text form of docs/analysts/dbt.md. -#}
 {% macro synclog_json_fields(relation, json_column, columns) -%}
     {{ return(adapter.dispatch('synclog_json_fields', 'synclog')(relation, json_column, columns)) }}
 {%- endmacro %}
@@ -101,11 +101,11 @@
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         j.key as field_name,
         case
-            when j.type = 'NULL' then null
             when j.type in ('VARCHAR', 'BOOLEAN', 'OBJECT', 'ARRAY') then cast(j.value as varchar)
             else {{ synclog.synclog_number_text('cast(j.value as double)') }}
         end as field_value
     from {{ relation }} as r, json_each(cast(r.{{ json_column }} as json)) as j
+    where j.type <> 'NULL'
 {%- endmacro %}
 
 {#- PostgreSQL's jsonb writes arrays and objects with a space after each `,` and `:`: removed
@@ -114,7 +114,6 @@
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         j.key as field_name,
         case jsonb_typeof(j.value)
-            when 'null' then null
             when 'number' then {{ synclog.synclog_number_text(
                 "cast(j.value #>> '{}' as numeric)", "cast(j.value #>> '{}' as double precision)") }}
             when 'string' then j.value::text
@@ -123,6 +122,7 @@
         end as field_value
     from {{ relation }} as r
     cross join lateral jsonb_each(cast(r.{{ json_column }} as jsonb)) as j
+    where jsonb_typeof(j.value) <> 'null'
 {%- endmacro %}
 
 {#- Redshift: PartiQL's UNPIVOT over the text parsed to SUPER. -#}
@@ -130,36 +130,36 @@
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         j_key as field_name,
         case json_typeof(j_value)
-            when 'null' then null
             when 'number' then {{ synclog.synclog_number_text('cast(j_value as double precision)') }}
             else json_serialize(j_value)
         end as field_value
     from (select *, json_parse({{ json_column }}) as document from {{ relation }}) as r,
         unpivot r.document as j_value at j_key
+    where json_typeof(j_value) <> 'null'
 {%- endmacro %}
 
 {% macro snowflake__synclog_json_fields(relation, json_column, columns) -%}
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         j.key as field_name,
         case
-            when typeof(j.value) = 'NULL_VALUE' then null
             when typeof(j.value) in ('INTEGER', 'DECIMAL', 'DOUBLE')
                 then {{ synclog.synclog_number_text('cast(j.value as double)') }}
             else to_json(j.value)
         end as field_value
     from {{ relation }} as r, lateral flatten(input => parse_json(r.{{ json_column }})) as j
+    where typeof(j.value) <> 'NULL_VALUE'
 {%- endmacro %}
 
 {% macro bigquery__synclog_json_fields(relation, json_column, columns) -%}
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         field_name,
         case json_type(parse_json(r.{{ json_column }})[field_name])
-            when 'null' then null
             when 'number' then {{ synclog.synclog_number_text('lax_float64(parse_json(r.' ~ json_column ~ ')[field_name])') }}
             else to_json_string(parse_json(r.{{ json_column }})[field_name])
         end as field_value
     from {{ relation }} as r
     cross join unnest(json_keys(parse_json(r.{{ json_column }}), 1)) as field_name
+    where json_type(parse_json(r.{{ json_column }})[field_name]) <> 'null'
 {%- endmacro %}
 
 {#- Spark and Databricks: the text parsed to a VARIANT, its fields by variant_explode. -#}
@@ -167,12 +167,12 @@
     select {% for c in columns %}r.{{ c }}, {% endfor -%}
         j.key as field_name,
         case
-            when schema_of_variant(j.value) = 'VOID' then null
             when schema_of_variant(j.value) in ('BIGINT', 'DOUBLE') or schema_of_variant(j.value) like 'DECIMAL%'
                 then {{ synclog.synclog_number_text('cast(j.value as double)') }}
             else to_json(j.value)
         end as field_value
     from {{ relation }} as r, lateral variant_explode(parse_json(r.{{ json_column }})) as j
+    where schema_of_variant(j.value) <> 'VOID'
 {%- endmacro %}
 
 {#- A double precision float (dbt.type_float() is DuckDB's 4-byte FLOAT). -#}

@@ -1,10 +1,4 @@
 {#- Each top-level field of each payload of int_synclog__payloads that holds a value (JSON null
-    is no value), in the one JSON text form of docs/analysts/dbt.md. -#}
+    is none), in the one JSON text form of docs/analysts/dbt.md. -#}
 {%- set payload_columns = ['layout', 'sync_id', 'record_identifier', 'sync_run_id', 'payload_number', 'payloads'] -%}
-with fields as (
-    {{ synclog.synclog_json_fields(ref('int_synclog__payloads'), 'payload', payload_columns) }}
-)
-
-select *
-from fields
-where field_value is not null
+{{ synclog.synclog_json_fields(ref('int_synclog__payloads'), 'payload', payload_columns) }}
