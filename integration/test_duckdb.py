@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from pyspark.sql import SparkSession
+from upgrade import check_upgrade, load_duckdb_export, write_after_upgrade
 
 from synclog.errors import ConfigError
 from synclog.layouts.census import SYNC_LOG
@@ -17,7 +18,6 @@ from synclog.targets.duckdb import TARGET_TYPE
 from synclog.urls import TargetURL
 from synclog_testing.conformance import TargetConformance
 from synclog_testing.outage import Outage, file_outage
-from upgrade import check_upgrade, load_duckdb_export, write_after_upgrade
 
 
 @pytest.fixture

@@ -53,13 +53,13 @@ pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installe
 import psycopg
 from harness.postgres_server import PostgresServer
 from psycopg import sql
+from upgrade import DATA, check_upgrade, write_after_upgrade
 
 from synclog_postgres import orphans
 from synclog_postgres.connection import CONNECT_TIMEOUT_S, conninfo
 from synclog_postgres.copy import CopyStageWriter, day_totals
 from synclog_postgres.orphans import STAGE_PATTERN
 from synclog_postgres.target import PostgresTarget
-from upgrade import DATA, check_upgrade, write_after_upgrade
 
 PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 BEFORE_1970 = datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)

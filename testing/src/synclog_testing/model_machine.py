@@ -419,8 +419,9 @@ def run_sequences(harness: Harness, examples: int | None = None) -> None:
     profile's number. With `$SYNCLOG_MODEL_STATS` set, append how many ran, and whether they failed."""
     chosen = profile()
     wanted = os.environ.get(EXAMPLES_ENV)
-    if wanted or examples is not None:
-        chosen = settings(chosen, max_examples=int(wanted) if wanted else examples)
+    count = int(wanted) if wanted else examples
+    if count is not None:
+        chosen = settings(chosen, max_examples=count)
     started = time.perf_counter()
     failing = 0
     try:
