@@ -193,11 +193,11 @@ def fakesnow_server(
     start_timeout: float = _START_TIMEOUT_S,
     s3: S3Server | None = None,
 ) -> Iterator[FakesnowServer]:
-    """Start ``python -m fakesnow -s`` on 127.0.0.1 and yield a :class:`FakesnowServer`.
+    """Start fakesnow's server (``fakesnow_serve.py``) on 127.0.0.1 and yield a :class:`FakesnowServer`.
 
     ``python`` is the interpreter to run it with (default: this one; it needs
     ``fakesnow[server]``). With ``s3``, the server's DuckDB reads ``s3://`` stage files
-    from that endpoint (``fakesnow_s3.py``), so external stages work. The server and its
+    from that endpoint, so external stages work. The server and its
     temp dir are gone on exit, also when the body raises.
     """
     if python is None:
@@ -212,9 +212,8 @@ def fakesnow_server(
         port = port or free_port(HOST)
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [python, str(Path(__file__).with_name("fakesnow_s3.py")), HOST, str(port)]
-                if s3
-                else [python, "-m", "fakesnow", "-s", "--host", HOST, "--port", str(port)],
+                [python, str(Path(__file__).with_name("fakesnow_serve.py")), HOST, str(port)]
+                + (["s3"] if s3 else []),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
