@@ -83,6 +83,8 @@ def fail_on(monkeypatch: pytest.MonkeyPatch, target: Target, starts: str) -> Non
 class SnowflakeSuite(TargetConformance):
     """The conformance suite plus what is particular to Snowflake."""
 
+    model_examples = 8  # model sequences in make test; a slow stand-in (make soak runs more)
+
     # -- loading -------------------------------------------------------------------------------
 
     def test_payloads_are_variant_objects(self, target: Target, spark: SparkSession) -> None:

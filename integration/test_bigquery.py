@@ -82,6 +82,8 @@ def open_target(url: str, **options: Any) -> BigQueryTarget:
 
 
 class TestBigQuery(TargetConformance):
+    model_examples = 6  # model sequences in make test; a slow stand-in (make soak runs more)
+
     @pytest.fixture
     def synclog_target_url(self, bigquery_server: BigQueryServer) -> Iterator[str]:
         yield fresh_url(bigquery_server)

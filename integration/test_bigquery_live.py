@@ -33,6 +33,8 @@ DAY_MS = 86_400_000
 
 
 class TestBigQueryLive(TargetConformance):
+    model_examples = 6  # model sequences per run: a real warehouse answers slowly
+
     @pytest.fixture
     def synclog_target_url(self) -> Iterator[str]:
         yield f"bigquery://{PROJECT}?location={LOCATION}"

@@ -50,6 +50,8 @@ def drop_schemas(target: Target) -> None:
 class LiveSuite(TargetConformance):
     """The suite on Delta tables, plus what only a real workspace shows."""
 
+    model_examples = 8  # model sequences per run: a real warehouse answers slowly
+
     seed_names = {
         "CENSUS.CENSUS.SYNC_LOG": f"{CATALOG}.census.sync_log",
         "CENSUS.CENSUS.SOURCE_OBJECTS": f"{CATALOG}.census.source_objects",

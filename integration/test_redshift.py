@@ -100,6 +100,8 @@ def proxy_log(stand_in: RedshiftStandIn, word: str) -> list[str]:
 
 
 class TestRedshift(TargetConformance):
+    model_examples = 8  # model sequences in make test; a slow stand-in (make soak runs more)
+
     settings = TargetSettings(options={"iam_role": IAM_ROLE})
 
     @pytest.fixture

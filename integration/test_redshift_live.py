@@ -45,6 +45,8 @@ def connect(url: str) -> Any:
 
 
 class TestRedshiftLive(TargetConformance):
+    model_examples = 8  # model sequences per run: a real warehouse answers slowly
+
     @pytest.fixture
     def synclog_target_url(self) -> Iterator[str]:
         name = f"synclog_{uuid.uuid4().hex[:12]}"
