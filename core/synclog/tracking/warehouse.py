@@ -96,7 +96,7 @@ class CensusTracking(LayoutTracking):
             "COALESCE(r.finished_at, c.last_batch) AS finished_at, "
             f"COALESCE(r.status, c.implied) AS status, {t.json_text_sql('r.extra')} AS extra, {numbers} "
             "FROM c LEFT JOIN r ON r.sync_id = c.sync_id AND r.sync_run_id = c.sync_run_id "
-            f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
+            f"ORDER BY started_at DESC, c.sync_run_id DESC{page(query.limit, query.offset)}"
         )
         return conform(self.target.query(sql, params), RUN_COUNTS)
 
