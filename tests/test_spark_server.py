@@ -29,7 +29,9 @@ batch = pd.DataFrame([dict(zip(RECORD_COLUMNS, row)) for row in record_rows(run,
 config = Config(storage=Location.parse(sys.argv[2]))
 with SyncLog.open(sys.argv[1], config, writes=True) as log:
     written = log.write_run(run, batch)
-    print(remote_url(log.spark), written.records, SparkContext._gateway is None)
+    print(remote_url(log.spark), written.records, SparkContext._gateway is None, log.spark.session_id)
+    if sys.argv[3:] == ["stop"]:
+        log.spark.stop()  # a Spark-native caller's habit: the shared session must outlive it
 """
 
 
@@ -79,17 +81,23 @@ def test_start_status_write_through_and_stop(env: dict[str, str], tmp_path: Path
     assert status.startswith(f"running at {server.remote}, pid {server.pid}, up 0h ")
 
     target = f"duckdb:///{tmp_path / 'logs.duckdb'}"
-    out = subprocess.run(
-        [sys.executable, "-c", WRITER, target, str(tmp_path / "storage")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr
-    # a Connect session on loopback (SPARK_REMOTE is unset: only the server's state file names one)
-    # and no JVM of the process's own
-    assert out.stdout.split() == [f"sc://{spark_server.HOST}", "10", "True"]
+
+    def write(*args: str) -> list[str]:
+        out = subprocess.run(
+            [sys.executable, "-c", WRITER, target, str(tmp_path / "storage"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    # a Connect session on loopback (SPARK_REMOTE is unset: only the server's state file names one),
+    # no JVM of the process's own, and the session every process joins, even after one stopped it
+    joined = [f"sc://{spark_server.HOST}", "10", "True", server.session]
+    assert write("stop") == joined
+    assert write() == joined
     with duckdb.connect(str(tmp_path / "logs.duckdb"), read_only=True) as db:
         assert db.execute("select count(*) from census.sync_log").fetchone() == (10,)
 

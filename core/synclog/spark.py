@@ -2,8 +2,8 @@
 
 `SPARK_REMOTE=sc://host:port` (Spark Connect, as Databricks Connect and serverless use) gives
 a Connect session; without it, the server `synclog spark start` runs (`synclog.spark_server`)
-gives one; otherwise `SYNCLOG_SPARK_MASTER` (default `local[*]`) names the master of a session
-in this process.
+gives its shared one; otherwise `SYNCLOG_SPARK_MASTER` (default `local[*]`) names the master
+of a session in this process.
 Spark's start-up lines stay out of sight and its log level is FATAL, unless
 `SYNCLOG_LOG_LEVEL` (e.g. ERROR, WARN, INFO) asks for Spark's own logging (FATAL by default:
 synclog reports failures itself, in one line).
@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
@@ -26,6 +27,9 @@ from pyspark.sql import SparkSession
 from synclog.errors import ConfigError
 from synclog.java import ensure_java
 from synclog.storage.location import Location
+
+if TYPE_CHECKING:
+    from synclog.spark_server import ServerState
 
 _SESSION_CONFS = {
     "spark.sql.session.timeZone": "UTC",
@@ -39,12 +43,12 @@ def spark_session(app_name: str = "synclog") -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    remote = os.environ.get("SPARK_REMOTE") or _warm_server()
+    remote = os.environ.get("SPARK_REMOTE")
     if remote:
-        builder = SparkSession.builder.appName(app_name).remote(remote)
-        for key, value in _SESSION_CONFS.items():
-            builder = builder.config(key, value)
-        return builder.getOrCreate()
+        return _connect(app_name, remote)
+    warm = _warm_server()
+    if warm is not None:
+        return _warm_session(app_name, warm)
     ensure_java()
     # Executors' Python workers must run the interpreter that has synclog and pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -162,12 +166,28 @@ def _is_loopback(host: str) -> bool:
             return False
 
 
-def _warm_server() -> str | None:
-    """The address of the server `synclog spark start` runs, if one does."""
+def _connect(app_name: str, remote: str) -> SparkSession:
+    """A Spark Connect session on `remote`, with synclog's settings."""
+    builder = SparkSession.builder.appName(app_name).remote(remote)
+    for key, value in _SESSION_CONFS.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _warm_server() -> ServerState | None:
+    """The server `synclog spark start` runs, if one does."""
     from synclog import spark_server
 
     server = spark_server.running()
     if server is None:
         return None
     spark_server.require_client()
-    return server.remote
+    return server
+
+
+def _warm_session(app_name: str, server: ServerState) -> SparkSession:
+    """The server's shared session. Its `stop` closes this process's connection only: released,
+    a Connect session is gone for good, for every process that joins it later."""
+    session = _connect(app_name, server.session_url)
+    session.release_session_on_close = False  # type: ignore[attr-defined]  # a Connect session's
+    return session

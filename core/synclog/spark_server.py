@@ -7,6 +7,13 @@ state file, `spark-server.json`, in `$SYNCLOG_SPARK_DIR` (default `~/.cache/sync
 its log and its scratch folder. While it runs, every synclog process whose `SPARK_REMOTE` is
 unset connects to it (`synclog.spark.spark_session`), so a sync engine's process starts no JVM.
 
+Every such process joins one Connect session, named in the state file (`ServerState.session`)
+and kept by the server for as long as it runs. The server gives each Connect session Python
+workers of its own (their environment carries the session's artifact id), which start and
+import pyspark, pyarrow and synclog on the session's first job: in a session of its own, each
+new process would pay that again (about a second on 2 cores), and each would leave its workers'
+memory behind. In the shared session, a new process's first write costs what its later ones do.
+
 `start` is idempotent (a running server is kept) and takes a lock, so two starts at once make
 one server. A state file whose process is gone, or is another process by now, counts as no
 server and is replaced. `stop` ends the server's whole process group.
@@ -23,6 +30,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
@@ -53,6 +61,13 @@ class ServerState:
     started_at: str
     """ISO-8601, UTC."""
     log: str
+    session: str = ""
+    """The Connect session every synclog process joins (a UUID; empty: each its own)."""
+
+    @property
+    def session_url(self) -> str:
+        """`remote` with the shared session's id: what `SparkSession.builder.remote` takes."""
+        return f"{self.remote}/;session_id={self.session}" if self.session else self.remote
 
     def uptime(self, now: datetime | None = None) -> float:
         """Seconds since the server started."""
@@ -127,6 +142,11 @@ def _launch(master: str | None, port: int, driver_memory: str | None) -> ServerS
         "spark.sql.shuffle.partitions": os.environ.get("SYNCLOG_SHUFFLE_PARTITIONS", "8"),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # No capture of each client call's Python call site (a stack walk per DataFrame call);
+        # synclog reports failures in its own words (as `synclog.spark` does for its own JVM).
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
+        # The shared session (`ServerState.session`) lives as long as the server, idle or not.
+        "spark.connect.session.manager.defaultSessionTimeout": "-1",
     }
     home = spark_home()
     cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS]
@@ -152,11 +172,15 @@ def _launch(master: str | None, port: int, driver_memory: str | None) -> ServerS
     except TargetError:
         _end_group(proc.pid)
         raise
-    state = ServerState(f"sc://{HOST}:{bound}", proc.pid, started_at.isoformat(), str(log))
-    saved = folder / "spark-server.json"
+    state = ServerState(f"sc://{HOST}:{bound}", proc.pid, started_at.isoformat(), str(log), str(uuid.uuid4()))
+    _save(state)
+    return state
+
+
+def _save(state: ServerState) -> None:
+    saved = state_dir() / "spark-server.json"
     saved.with_suffix(".tmp").write_text(json.dumps(asdict(state)), encoding="utf-8")
     saved.with_suffix(".tmp").replace(saved)
-    return state
 
 
 def spark_home() -> Path:
