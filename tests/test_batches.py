@@ -65,7 +65,9 @@ def test_every_batch_form_gives_the_same_records(spark: SparkSession) -> None:
         (*row[:6], int(row[6].timestamp() * 1_000_000), int(row[7].timestamp() * 1_000_000)) for row in ROWS
     ]
     for name, form in FORMS.items():
-        assert collected(as_frame(form(spark), lambda: spark)) == sorted(expected, key=repr), name
+        frame, schema = as_frame(form(spark), lambda: spark)
+        assert collected(frame) == sorted(expected, key=repr), name
+        assert schema == frame.schema, name  # known without Spark for all but a Spark frame
 
 
 def test_write_run_takes_a_pandas_batch(log: SyncLog) -> None:
@@ -77,9 +79,9 @@ def test_write_run_takes_a_pandas_batch(log: SyncLog) -> None:
 
 
 def test_an_empty_list_is_an_empty_batch(spark: SparkSession) -> None:
-    frame = as_frame([], lambda: spark)
+    frame, schema = as_frame([], lambda: spark)
     assert frame.count() == 0
-    assert frame.schema == INPUT_SCHEMA
+    assert frame.schema == schema == INPUT_SCHEMA
 
 
 def test_the_arrow_schema_matches_the_spark_schema() -> None:
@@ -124,7 +126,7 @@ def test_naive_timestamps_are_utc_whatever_the_session_time_zone(
     )
     first = min(row[6] for row in ROWS)
     for form in (naive, pa.Table.from_pandas(naive), ntz):
-        started = {r[6] for r in collected(as_frame(form, lambda: spark))}
+        started = {r[6] for r in collected(as_frame(form, lambda: spark)[0])}
         assert min(started) == int(first.timestamp() * 1_000_000), type(form)
     log.write_run(RUN, naive)
     log.close()

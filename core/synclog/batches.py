@@ -32,20 +32,28 @@ Batch: TypeAlias = DataFrame | pd.DataFrame | pa.Table | pa.RecordBatch | Sequen
 _KNOWN = set(INPUT_SCHEMA.fieldNames())
 
 
-def as_frame(batch: Batch, spark: Callable[[], SparkSession]) -> DataFrame:
-    """`batch` as a Spark DataFrame; `spark()` gives the session for anything but a Spark DataFrame."""
+def as_frame(batch: Batch, spark: Callable[[], SparkSession]) -> tuple[DataFrame, T.StructType]:
+    """`batch` as a Spark DataFrame, and its schema; `spark()` gives the session for anything but a
+    Spark DataFrame, whose schema is then known without asking Spark."""
     if isinstance(batch, DataFrame):
-        return _naive_as_utc(batch)
+        frame = _naive_as_utc(batch)
+        return frame, frame.schema
+    table = as_arrow(batch)
+    schema = from_arrow_schema(table.schema)
+    return spark().createDataFrame(table, schema=schema), schema
+
+
+def as_arrow(batch: Batch) -> pa.Table:
+    """`batch` (anything but a Spark DataFrame) as an Arrow table of its record-schema columns, its
+    timestamps in microseconds, UTC (InputError for what Arrow cannot hold)."""
     table = _as_arrow(batch)
     try:
         names = table.column_names
-        table = pa.Table.from_arrays(
+        return pa.Table.from_arrays(
             [_conformed(table.column(n), table.schema.field(n).type, n) for n in names], names=names
         )
     except pa.ArrowException as exc:
         raise InputError(f"record results: {first_line(exc)}") from None
-    session = spark()
-    return session.createDataFrame(table, schema=from_arrow_schema(table.schema))
 
 
 def _as_arrow(batch: Batch) -> pa.Table:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -14,6 +14,8 @@ from synclog.model import InvalidReason, Run
 from synclog.payloads import LARGEST_JSON_BYTES, fit_json
 from synclog.privacy import PayloadTransform
 from synclog.records import VIOLATION, violation
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 CANONICAL_COLUMNS = (
     "log_id",
@@ -70,37 +72,39 @@ def canonical_frame(
     logged_at: datetime,
     policy: PayloadTransform | None = None,
     error_code_pattern: str = DEFAULT_PATTERN,
+    schema: T.StructType | None = None,
 ) -> DataFrame:
     """The canonical frame for `records` of `run`, plus the `VIOLATION` column.
 
     Columns were checked already (`records.check_columns`); values are checked here, in
     the same pass that computes everything else, so a bad frame costs one Spark job.
+    `schema` is `records`' schema where the caller knows it (else Spark is asked).
     A payload `policy` rewrites identifiers, payloads and messages first, before the shuffle
     of the identifier checks, so nothing downstream (log ids included) sees the original values;
     the error code is read from the message as the policy left it (`synclog.error_codes`).
     `status` and `status_message` are the engine's; the identifier checks set `invalid_reason`.
     """
-    fields = records["fields"] if "fields" in records.columns else records["record_payload"]
-    split = records["split_group"] if "split_group" in records.columns else F.lit(None)
+    schema = schema or records.schema
+    present = set(schema.fieldNames())
+    fields = F.col("fields") if "fields" in present else F.col("record_payload")
+    split = F.col("split_group") if "split_group" in present else F.lit(None)
     shaped = records.select(
         F.col("record_identifier").cast("string").alias("record_identifier"),
         "operation",
         "status",
         "status_message",
-        F.col("error_code").cast("string").alias("error_code")
-        if "error_code" in records.columns
-        else F.lit(None).cast("string").alias("error_code"),
-        fit_json(_json_text(records, "record_payload"), LARGEST_JSON_BYTES).alias("record_payload"),
-        fit_json(_json_text(records, "fields", fields), LARGEST_JSON_BYTES).alias("fields"),
+        (F.col("error_code") if "error_code" in present else F.lit(None)).cast("string").alias("error_code"),
+        fit_json(_json_text(schema, "record_payload"), LARGEST_JSON_BYTES).alias("record_payload"),
+        fit_json(_json_text(schema, "fields", fields), LARGEST_JSON_BYTES).alias("fields"),
         split.cast("string").alias("split_group"),
         F.col("batch_number").cast("int").alias("batch_number"),
         F.col("batch_started_at").cast("timestamp").alias("batch_started_at"),
         F.col("batch_completed_at").cast("timestamp").alias("batch_completed_at"),
-        violation(records, show_payloads=policy is None).alias(VIOLATION),
+        violation(schema, show_payloads=policy is None).alias(VIOLATION),
     )
     if policy is not None:
         shaped = policy.apply(shaped)
-    shaped = shaped.withColumn("error_code", error_code(shaped, error_code_pattern))
+    shaped = shaped.withColumn("error_code", error_code(error_code_pattern))
     counted = shaped.withColumn("_identifier_count", checks.identifier_count())
     occurrence = F.row_number().over(
         Window.partitionBy("record_identifier", "batch_number").orderBy(*COPY_ORDER)
@@ -121,18 +125,24 @@ def canonical_frame(
         "batch_number",
         "batch_started_at",
         "batch_completed_at",
-        F.lit(logged_at).cast("timestamp").alias("logged_at"),
+        _instant(logged_at).alias("logged_at"),
         VIOLATION,
     )
 
 
-def _json_text(records: DataFrame, name: str, column: Column | None = None) -> Column:
+def _json_text(schema: T.StructType, name: str, column: Column | None = None) -> Column:
     """JSON text for a payload given as text (kept as is), a struct or a map."""
-    column = records[name] if column is None else column
-    source = name if name in records.columns else "record_payload"
-    if isinstance(records.schema[source].dataType, T.StringType):
+    column = F.col(name) if column is None else column
+    source = name if name in schema.fieldNames() else "record_payload"
+    if isinstance(schema[source].dataType, T.StringType):
         return column
     return F.to_json(column)
+
+
+def _instant(moment: datetime) -> Column:
+    """`moment` as a TIMESTAMP literal (`F.lit` of a datetime asks the session which timestamp
+    type it prefers: a round trip per call)."""
+    return F.timestamp_micros(F.lit((moment - _EPOCH) // timedelta(microseconds=1)))
 
 
 def _log_id(run: Run, occurrence: Column) -> Column:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from synclog.errors import ConfigError
@@ -35,12 +35,11 @@ def checked_pattern(pattern: object, where: str) -> str:
     return pattern
 
 
-def error_code(records: DataFrame, pattern: str) -> Column:
-    """The record's error code: the engine's `error_code` when given, else the pattern's first
-    group of the message of a record that did not succeed (NULL when it does not match)."""
-    given = F.lit(None).cast("string")
-    if "error_code" in records.columns:
-        given = F.nullif(F.trim(F.col("error_code")), F.lit(""))
+def error_code(pattern: str) -> Column:
+    """The record's error code: the engine's `error_code` when given (NULL or blank: not given),
+    else the pattern's first group of the message of a record that did not succeed (NULL when it
+    does not match)."""
+    given = F.nullif(F.trim(F.col("error_code")), F.lit(""))
     found = F.nullif(F.regexp_extract(F.col("status_message"), pattern, 1), F.lit(""))
     derived = F.when(F.col("status") != InputStatus.SUCCEEDED.value, found)
     return F.coalesce(given, derived)

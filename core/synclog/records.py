@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -76,9 +76,9 @@ _HIDDEN = "\x00hidden"
 """Stands for a payload a violation does not show (a payload policy applies)."""
 
 
-def check_columns(records: DataFrame) -> None:
-    """Fail on a missing column or a column of the wrong type, naming it; runs no Spark job."""
-    present = {f.name: f.dataType for f in records.schema.fields}
+def check_columns(schema: T.StructType) -> None:
+    """Fail on a missing column or a column of the wrong type, naming it (record results of `schema`)."""
+    present = {f.name: f.dataType for f in schema.fields}
     for column in INPUT_COLUMNS:
         dtype = present.get(column.name)
         if dtype is None:
@@ -92,8 +92,9 @@ def check_columns(records: DataFrame) -> None:
             )
 
 
-def violation(records: DataFrame, *, show_payloads: bool = True) -> Column:
-    """An expression naming the first value rule a row breaks (see `VIOLATION`).
+def violation(schema: T.StructType, *, show_payloads: bool = True) -> Column:
+    """An expression naming the first value rule a row breaks (see `VIOLATION`) in record results
+    of `schema`.
 
     Without `show_payloads`, invalid JSON is named but not quoted (it may hold what a policy masks).
     """
@@ -104,7 +105,7 @@ def violation(records: DataFrame, *, show_payloads: bool = True) -> Column:
         ("batch_started_at", F.col("batch_started_at").isNull(), F.lit(None)),
     ]
     for name in ("record_payload", "fields"):
-        if name in records.columns and isinstance(records.schema[name].dataType, T.StringType):
+        if name in schema.fieldNames() and isinstance(schema[name].dataType, T.StringType):
             checked = F.octet_length(F.col(name)) <= LARGEST_JSON_BYTES  # larger ones are truncated
             bad_json = F.col(name).isNotNull() & checked & F.try_parse_json(F.col(name)).isNull()
             rules.append((name, bad_json, F.col(name) if show_payloads else F.lit(_HIDDEN)))

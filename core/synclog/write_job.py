@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from synclog.canonical import CANONICAL_COLUMNS
 from synclog.errors import InputError
@@ -37,8 +38,9 @@ _STORE, _VIOLATION = -1, -2
 """`part` of a report row that is not a load's: the run store's, a violation."""
 _TYPES = "_payload_types"
 """The column of each row's payload `field_types`, when the write computes them."""
-RESULT = "part int, report string"
 RESULT_SCHEMA = pa.schema([("part", pa.int32()), ("report", pa.string())])
+RESULT = from_arrow_schema(RESULT_SCHEMA)
+"""What each task returns (a StructType: a DDL string costs Spark Connect a round trip to parse)."""
 
 
 @dataclass(frozen=True)

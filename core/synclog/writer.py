@@ -170,9 +170,9 @@ class SyncLog:
         key the environment lacks.
         """
         started = time.perf_counter()
-        records = as_frame(records, lambda: self.spark)
+        frame, schema = as_frame(records, lambda: self.spark)
         self.layouts(run.sync_id)
-        check_columns(records)
+        check_columns(schema)
         policy = self.policy(run.sync_id)
         transform = policy.prepare(run.sync_id, payload_hooks())
         run = _redacted(run, policy)
@@ -180,7 +180,7 @@ class SyncLog:
         if first:
             self._admit(run)
         pattern = self.config.sync(run.sync_id).error_code_pattern
-        canonical = canonical_frame(run, records, datetime.now(UTC), transform, pattern)
+        canonical = canonical_frame(run, frame, datetime.now(UTC), transform, pattern, schema)
         passes: dict[str, float] = {}
         waiting = self.store.pending_of(run)
         written, loaded = self._write_once(run, canonical, passes)

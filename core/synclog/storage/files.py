@@ -24,7 +24,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from synclog.capabilities import FileFormat
 from synclog.storage import json_lines
@@ -32,9 +32,9 @@ from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
 from synclog.storage.owners import tagged
 
-RESULT = "key string, path string, rows long"
-"""What a writing task returns per file it wrote: the split key, the path, the rows."""
 RESULT_SCHEMA = pa.schema([("key", pa.string()), ("path", pa.string()), ("rows", pa.int64())])
+RESULT = from_arrow_schema(RESULT_SCHEMA)
+"""What a writing task returns per file it wrote: the split key, the path, the rows."""
 READ_TASKS = 64
 """At most this many tasks read a manifest (each reads its share of the files)."""
 UNREADABLE = "synclog: unreadable file:"

@@ -19,15 +19,16 @@ from typing import Protocol
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from synclog.capabilities import FileFormat
 from synclog.storage.files import PartFiles, task_number
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
 
-REPORT = "report string"
-"""What a task that fills a stage returns: one row per report."""
 REPORT_SCHEMA = pa.schema([("report", pa.string())])
+REPORT = from_arrow_schema(REPORT_SCHEMA)
+"""What a task that fills a stage returns: one row per report."""
 
 
 class TaskStage(Protocol):
