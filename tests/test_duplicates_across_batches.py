@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from synclog.config import Config
+from synclog.storage import runstore
 from synclog.storage.location import Location
 from synclog.writer import SyncLog
 from synclog_testing.factories import make_records, make_run, record_rows
@@ -36,7 +38,12 @@ def logged(tmp_path: Path, name: str, spark: SparkSession, batch_by_batch: bool)
     return table.to_pylist()
 
 
-def test_batch_by_batch_and_write_run_hold_the_same_flags(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("hashes_kept", [True, False], ids=["hashes-in-run-json", "too-many-to-keep"])
+def test_batch_by_batch_and_write_run_hold_the_same_flags(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hashes_kept: bool
+) -> None:
+    if not hashes_kept:  # finish then reads the identifiers themselves, in a Spark job
+        monkeypatch.setattr(runstore, "RUN_IDENTIFIERS", 5)
     one_call = logged(tmp_path, "one", spark, batch_by_batch=False)
     batches = logged(tmp_path, "batches", spark, batch_by_batch=True)
     assert batches == one_call
@@ -65,3 +72,20 @@ def test_a_replayed_batch_is_no_duplicate_of_itself(spark: SparkSession, tmp_pat
         log.finish(run)
         invalid = log.target.query("SELECT invalid_reason, count(*) AS n FROM census.sync_log GROUP BY 1")
     assert {r["invalid_reason"]: r["n"] for r in invalid.to_pylist()} == {None: 19, "NULL": 1}
+
+
+def test_finish_runs_no_spark_job_when_no_identifier_repeats(spark: SparkSession, tmp_path: Path) -> None:
+    """The writes' tasks reported each batch's identifier hashes: none is shared, so `finish`
+    loads the run without asking Spark anything."""
+    run = make_run()
+    rows = record_rows(run, count=20, batches=2, duplicate_of={})
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
+    jobs = spark.sparkContext.statusTracker()
+    with SyncLog.open(f"duckdb:///{tmp_path / 'x'}.duckdb", config, spark) as log:
+        for batch in (0, 1):
+            log.write(run, make_records(spark, [r for r in rows if r[5] == batch]))
+        assert log.store.repeated_batches(run) == ()
+        before = jobs.getJobIdsForGroup()
+        log.finish(run)
+        assert jobs.getJobIdsForGroup() == before
+        assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]

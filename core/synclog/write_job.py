@@ -38,6 +38,8 @@ _STORE, _VIOLATION = -1, -2
 """`part` of a report row that is not a load's: the run store's, a violation."""
 _TYPES = "_payload_types"
 """The column of each row's payload `field_types`, when the write computes them."""
+_HASH = "_identifier_hash"
+"""The column of each row's identifier hash (NULL for a NULL identifier), for `StoreTask`."""
 RESULT_SCHEMA = pa.schema([("part", pa.int32()), ("report", pa.string())])
 RESULT = from_arrow_schema(RESULT_SCHEMA)
 """What each task returns (a StructType: a DDL string costs Spark Connect a round trip to parse)."""
@@ -68,11 +70,15 @@ def run_write_job(
 
     With `payload_types`, the tasks also report each batch's payload field types to the run
     store (`RunStore.payload_schema`), so the run's payload schema needs no pass of its own.
-    The caller removes the run store's folder and drops the stages when this raises.
+    The tasks also report the hashes of each batch's identifiers, where they are few
+    (`RunStore.repeated_batches`). The caller removes the run store's folder and drops the
+    stages when this raises.
     """
     loads = [F.struct(*rows.columns).alias(f"_load{i}") for i, rows in enumerate(staged)]
     types = [field_types(F.col("record_payload")).alias(_TYPES)] if payload_types else []
-    frame = canonical.select(*CANONICAL_COLUMNS, VIOLATION, *types, *loads)
+    identifier = F.col("record_identifier")
+    hashed = F.when(identifier.isNotNull(), F.xxhash64(identifier)).alias(_HASH)
+    frame = canonical.select(*CANONICAL_COLUMNS, VIOLATION, *types, hashed, *loads)
     task = _task(store, [rows.writer for rows in staged])
     try:
         done = frame.mapInArrow(task, RESULT).collect()
@@ -110,7 +116,7 @@ def _task(store: StoreWriter, writers: Sequence[StageWriter]):
                 if violation is not None or not batch.num_rows:
                     continue  # the write is refused: nothing more needs keeping
                 types = batch.column(_TYPES) if _TYPES in batch.schema.names else None
-                kept.write(batch.select(CANONICAL_COLUMNS), types)
+                kept.write(batch.select(CANONICAL_COLUMNS), types, batch.column(_HASH))
                 for number, stage in enumerate(stages):
                     stage.write(pa.RecordBatch.from_struct_array(batch.column(f"_load{number}")))
         except BaseException:

@@ -366,11 +366,14 @@ class SyncLog:
     def _flag_repeated(self, run: Run) -> tuple[int, ...]:
         """Flag DUPLICATE the records of identifiers that several batches of the run hold, where
         the batches came from more than one write (one write counts them in its own job);
-        return the batches flagged, kept again."""
-        identifiers = self.store.identifiers(self.spark, run) if self.store.writes(run) > 1 else None
+        return the batches flagged, kept again. A run whose writes' tasks reported its identifiers'
+        hashes needs a Spark job only when some batches share one."""
+        repeated = self.store.repeated_batches(run) if self.store.writes(run) > 1 else ()
+        identifiers = self.store.identifiers(self.spark, run) if repeated != () else None
         if identifiers is None:
             return ()
-        repeated = tuple(sorted(repeated_batches(identifiers)))
+        if repeated is None:
+            repeated = tuple(sorted(repeated_batches(identifiers)))
         if repeated:
             records = self.store.read(self.spark, run, repeated)
             self._keep_only(run, flag_repeated(records, identifiers), {})

@@ -44,6 +44,10 @@ from synclog.storage.owners import tagged
 
 STATE = "run.json"
 PARTITION = "batch_number"
+TASK_IDENTIFIERS = 20_000
+"""At most this many identifier hashes per batch does a write's task report (`StoreTask`)."""
+RUN_IDENTIFIERS = 100_000
+"""At most this many identifier hashes does `run.json` keep for a run (`RunState.identifiers`)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ class RunState:
     """Per kept batch whose write computed them, its payloads' `field_types` pairs."""
     refused: str | None = None
     """Why a layout refused the finished run (see `Pending.refused`)."""
+    identifiers: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    """Per kept batch whose write's tasks reported them, the hashes of its identifiers (a run's
+    few: see `RUN_IDENTIFIERS`)."""
 
     def to_json(self) -> str:
         batches = {str(n): [vars(f) for f in files] for n, files in self.batches.items()}
@@ -86,6 +93,7 @@ class RunState:
         extra["accepted"] = {str(n): count for n, count in self.accepted.items()}
         extra["payload_types"] = types
         extra["refused"] = self.refused
+        extra["identifiers"] = {str(n): list(hashes) for n, hashes in self.identifiers.items()}
         return json.dumps({**state, **extra})
 
     @classmethod
@@ -104,6 +112,7 @@ class RunState:
             writes=int(data.get("writes", 2)),  # unknown: check the run at finish
             payload_types={int(n): tuple(pairs) for n, pairs in data.get("payload_types", {}).items()},
             refused=data.get("refused"),
+            identifiers={int(n): tuple(hashes) for n, hashes in data.get("identifiers", {}).items()},
         )
 
 
@@ -148,6 +157,7 @@ class RunStore:
         per_batch: dict[int, Counter[str]] = {}
         accepted: Counter[int] = Counter()
         types: dict[int, set[str]] = {}
+        hashes: dict[int, set[int] | None] = {}
         for report in reports:
             data = json.loads(report)
             number = int(data["batch"])
@@ -156,8 +166,12 @@ class RunStore:
             accepted[number] += int(data["accepted"])
             if "types" in data:
                 types.setdefault(number, set()).update(data["types"])
+            reported = data.get("identifiers")
+            held = hashes.setdefault(number, set())
+            hashes[number] = None if reported is None or held is None else held | set(reported)
         kept = {n: tuple(f) for n, f in files.items()}
-        self._commit(run, kept, per_batch, accepted, types)
+        identifiers = {n: tuple(sorted(h)) for n, h in hashes.items() if h is not None}
+        self._commit(run, kept, per_batch, accepted, types, identifiers)
         return Written(tuple(sorted(files)), dict(sum(per_batch.values(), Counter())))
 
     def _commit(
@@ -166,11 +180,16 @@ class RunStore:
         batches: Mapping[int, tuple[StoredFile, ...]],
         statuses: Mapping[int, Mapping[str, int]],
         accepted: Mapping[int, int],
-        types: Mapping[int, set[str]] | None = None,
+        types: Mapping[int, set[str]],
+        identifiers: Mapping[int, tuple[int, ...]],
     ) -> None:
         before = self.state(run) or RunState(run)
         payload_types = {n: t for n, t in before.payload_types.items() if n not in batches}
-        payload_types.update({n: tuple(sorted(t)) for n, t in (types or {}).items()})
+        payload_types.update({n: tuple(sorted(t)) for n, t in types.items()})
+        hashes = {n: h for n, h in before.identifiers.items() if n not in batches}
+        hashes.update(identifiers)
+        if sum(len(h) for h in hashes.values()) > RUN_IDENTIFIERS:
+            hashes = {}  # too many to keep in run.json: `finish` reads the identifiers themselves
         self._save(
             replace(
                 before,
@@ -180,6 +199,7 @@ class RunStore:
                 accepted={**before.accepted, **accepted},
                 writes=before.writes + 1,
                 payload_types=payload_types,
+                identifiers=hashes,
             )
         )
         fs = self.location.filesystem()
@@ -224,6 +244,19 @@ class RunStore:
         files = tuple(f for kept in state.batches.values() for f in kept)
         schema = T.StructType([canonical_schema()["record_identifier"], canonical_schema()[PARTITION]])
         return read_frame(spark, Manifest(self.location, files), schema)
+
+    def repeated_batches(self, run: Run) -> tuple[int, ...] | None:
+        """The kept batches holding an identifier hash that another kept batch holds too, from the
+        hashes the writes' tasks reported; None when a batch was kept without them. Equal hashes
+        of different identifiers make a batch look repeated, never the reverse."""
+        state = self.state(run)
+        if state is None or set(state.identifiers) != set(state.batches):
+            return None
+        holders: dict[int, set[int]] = {}
+        for number, hashes in state.identifiers.items():
+            for value in hashes:
+                holders.setdefault(value, set()).add(number)
+        return tuple(sorted({n for held in holders.values() if len(held) > 1 for n in held}))
 
     def payload_schema(self, run: Run) -> dict[str, FieldType] | None:
         """The payload schema of `run`'s kept batches, from the pairs their writes computed;
@@ -337,10 +370,13 @@ class StoreTask:
         self.counts: dict[str, Counter[str]] = {}
         self.accepted: Counter[str] = Counter()
         self.types: dict[str, set[str]] = {}
+        self.hashes: dict[str, set[int] | None] = {}
 
-    def write(self, batch: pa.RecordBatch, payload_types: pa.Array | None = None) -> None:
+    def write(
+        self, batch: pa.RecordBatch, payload_types: pa.Array | None = None, hashes: pa.Array | None = None
+    ) -> None:
         """Keep canonical rows, split by batch number; `payload_types` (the rows' `field_types`)
-        are reported per batch."""
+        and `hashes` (of their identifiers; up to `TASK_IDENTIFIERS` a batch) are reported per batch."""
         column = batch.column(PARTITION)
         for number in pc.unique(column).to_pylist():
             chosen = pc.equal(column, number)
@@ -354,6 +390,11 @@ class StoreTask:
             if payload_types is not None:
                 pairs = pc.unique(pc.list_flatten(payload_types.filter(chosen))).to_pylist()
                 self.types.setdefault(key, set()).update(pairs)
+            held = self.hashes.setdefault(key, set())
+            if hashes is not None and held is not None:
+                held.update(pc.unique(hashes.filter(chosen)).drop_null().to_pylist())
+            if hashes is None or held is None or len(held) > TASK_IDENTIFIERS:
+                self.hashes[key] = None
 
     def close(self) -> list[str]:
         """Publish the files; one report per file."""
@@ -363,6 +404,8 @@ class StoreTask:
             report["accepted"] = self.accepted[key]
             if key in self.types:
                 report["types"] = sorted(self.types[key])
+            if self.hashes.get(key) is not None:
+                report["identifiers"] = sorted(self.hashes[key] or ())
             reports.append(json.dumps(report))
         return reports
 
