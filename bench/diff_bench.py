@@ -153,7 +153,7 @@ def main() -> None:
                 diff_only(log, staged)
             control = collect_fails(staged)  # before finish drops the staged run
             with measured(phases[3], spark):
-                loaded = log.finish(second)
+                loaded = log.finish(second).loaded
             totals = log.target.query(
                 "SELECT op_type, COUNT(*) AS n FROM hightouch_audit.sync_changelog "
                 "WHERE sync_run_id = 2 GROUP BY op_type ORDER BY op_type"

@@ -37,7 +37,10 @@ def test_outage_keeps_batches_and_flush_loads_them_once(tmp_path: Path, spark: S
     first = down.write(run, make_records(spark, [r for r in rows if r[5] == 0]))
     second = down.write(run, make_records(spark, [r for r in rows if r[5] == 1]))
     assert first.pending and second.pending
-    assert down.finish(run) == {}
+    ended = down.finish(run)
+    assert (ended.loaded, ended.pending) == ({}, True)
+    # record_rows: a NULL identifier at 3, 9 repeats 8, every 5th (4, 9, …, 39) rejected
+    assert ended.statuses == {"succeeded": 30, "rejected": 7, "invalid_null": 1, "invalid_duplicate": 2}
     (kept,) = down.store.all_pending()
     assert (kept.batches, kept.finished) == ((0, 1), True)
 

@@ -18,8 +18,9 @@ from synclog.model import (
 from synclog.plugins.hookspecs import hookimpl
 from synclog.privacy import Mask, PayloadPolicy
 from synclog.records import INPUT_ARROW_SCHEMA, INPUT_SCHEMA
+from synclog.results import RunResult, WriteResult
 from synclog.targets.base import Target, TargetSettings, TargetType
-from synclog.writer import SyncLog, WriteResult
+from synclog.writer import SyncLog
 
 __all__ = [
     "INPUT_ARROW_SCHEMA",
@@ -38,6 +39,7 @@ __all__ = [
     "PayloadPolicy",
     "RecordStatus",
     "Run",
+    "RunResult",
     "RunStatus",
     "SourceObject",
     "SyncLog",

@@ -13,10 +13,10 @@ session's time zone.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -26,7 +26,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from synclog.errors import InputError, first_line
 from synclog.records import INPUT_ARROW_SCHEMA, INPUT_SCHEMA
 
-Batch: TypeAlias = DataFrame | pd.DataFrame | pa.Table | pa.RecordBatch | Sequence[Mapping[str, Any]]
+if TYPE_CHECKING:
+    import pandas as pd
+
+Batch: TypeAlias = "DataFrame | pd.DataFrame | pa.Table | pa.RecordBatch | Sequence[Mapping[str, Any]]"
 """What `SyncLog.write` accepts as record results."""
 
 _KNOWN = set(INPUT_SCHEMA.fieldNames())
@@ -59,7 +62,8 @@ def as_arrow(batch: Batch) -> pa.Table:
 def _as_arrow(batch: Batch) -> pa.Table:
     """The record-schema columns of `batch` as an Arrow table (InputError for anything else)."""
     try:
-        if isinstance(batch, pd.DataFrame):
+        pandas = sys.modules.get("pandas")  # a pandas batch means pandas is imported: no need to here
+        if pandas is not None and isinstance(batch, pandas.DataFrame):
             kept = [c for c in batch.columns if c in _KNOWN]
             return pa.Table.from_pandas(batch[kept], preserve_index=False)
         if isinstance(batch, pa.RecordBatch):

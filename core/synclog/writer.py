@@ -6,13 +6,15 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence, Set
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import TracebackType
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from synclog.batches import Batch, as_frame
+from synclog.behind import Behind, adopt
 from synclog.canonical import canonical_frame, flag_repeated, repeated_batches
 from synclog.config import Config
 from synclog.errors import ConfigError, InputError, TargetError, first_line
@@ -24,6 +26,7 @@ from synclog.notices.notify import Notices
 from synclog.plugins.manager import payload_hooks, registry
 from synclog.privacy import PayloadPolicy
 from synclog.records import check_columns
+from synclog.results import RunResult, WriteResult
 from synclog.retention import CleanupResult, cleanup
 from synclog.spark import require_reachable, spark_session
 from synclog.storage.runstore import Pending, RunStore, Written
@@ -36,6 +39,8 @@ from synclog.urls import TargetURL
 from synclog.write_job import JobResult, StagedRows, run_write_job
 
 Progress = Callable[[str], None]
+CLOSE_WAIT_S = 60.0
+"""How long `close` waits for the loads behind the engine, by default."""
 
 
 @dataclass(frozen=True)
@@ -48,29 +53,15 @@ class _Staged:
     rows: StagedRows
 
 
-@dataclass(frozen=True)
-class WriteResult:
-    """What one write did: records as counted (`RecordStatus.counted`), rows loaded per table, seconds."""
-
-    statuses: dict[str, int]
-    loaded: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    pending: bool = False
-    """True when the target failed and the batches wait in the run store for `flush`."""
-    passes: dict[str, float] = field(default_factory=dict)
-    """Seconds of each step, in order: the validating write to the run store, then each table load."""
-
-    @property
-    def records(self) -> int:
-        """Records written."""
-        return sum(self.statuses.values())
-
-
 class SyncLog:
     """Writes the record results of sync runs into a target's log tables.
 
     >>> with SyncLog.open("duckdb:///logs.duckdb") as log:
     ...     log.write(run, records)   # a Spark or pandas DataFrame, an Arrow table, a list of dicts
+
+    With `background=True` a batch the engine holds in memory is made durable and loaded behind
+    the engine (`synclog.behind`): `write` and `finish` return without waiting on Spark or the
+    warehouse; `wait` waits for the loads, `close` a bounded time.
     """
 
     def __init__(
@@ -80,6 +71,7 @@ class SyncLog:
         spark: SparkSession | None = None,
         progress: Progress | None = None,
         policy: PayloadPolicy | None = None,
+        background: bool = False,
     ) -> None:
         self.connector = target if isinstance(target, Connector) else Connector.of(target)
         self.config = config or Config()
@@ -93,6 +85,8 @@ class SyncLog:
         self._ensured: set[TableSpec] = set()
         self._loaded: dict[str, str] = {}
         """Per metadata table, the digest of the rows loaded last (loading them again is a no-op)."""
+        self.behind = Behind(self) if background else None
+        """The loads behind the engine (`background`); None when every call loads in place."""
 
     @classmethod
     def open(
@@ -104,6 +98,7 @@ class SyncLog:
         policy: PayloadPolicy | None = None,
         read_only: bool = False,
         writes: bool = False,
+        background: bool = False,
     ) -> SyncLog:
         """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default).
 
@@ -113,7 +108,9 @@ class SyncLog:
         retention) refuses a file-backed target whose file does not exist, with a ConfigError,
         instead of creating an empty database, and leaves `storage` as it is (only writers sweep
         what killed writers left there). `writes` starts Spark before the target is
-        touched, so executors that cannot reach `storage` are refused first.
+        touched, so executors that cannot reach `storage` are refused first. `background`
+        loads behind the engine (see `SyncLog`): the sweep, Spark's start, the connection and
+        what gone processes left queued then happen behind it too.
         """
         config = config or Config.load()
         url, settings = config.resolve_target(target)
@@ -121,7 +118,9 @@ class SyncLog:
         kind = registry().for_url(url)
         kind.check(url, settings)  # before Spark starts: a malformed or missing file fails at once
         connector = Connector.for_type(kind, url, settings)
-        log = cls(connector, config, spark, progress, policy)
+        log = cls(connector, config, spark, progress, policy, background)
+        if log.behind is not None:
+            return log
         if not read_only:
             sweep(config.storage)  # what writers killed earlier left behind; reads leave it be
         if writes:
@@ -167,10 +166,18 @@ class SyncLog:
         that can be staged by its tasks (`synclog.write_job`); the swaps follow only when no
         record broke a rule. Raises InputError, before anything reaches a log table, when
         `records` break the contract, and ConfigError when the sync's payload policy needs a
-        key the environment lacks.
+        key the environment lacks. Behind the engine (`background`), a batch that is no Spark
+        DataFrame returns once durable, its columns checked; the rest waits for `WriteResult.wait`.
         """
+        if self.behind is not None:
+            return self.behind.write(run, records)
         started = time.perf_counter()
         frame, schema = as_frame(records, lambda: self.spark)
+        return self._write_frame(run, frame, schema, started)
+
+    def _write_frame(self, run: Run, frame: DataFrame, schema: StructType, started: float) -> WriteResult:
+        """`write` of record results as a Spark frame of `schema`, in place; `started` is when
+        the write began (`time.perf_counter`)."""
         self.layouts(run.sync_id)
         check_columns(schema)
         policy = self.policy(run.sync_id)
@@ -335,7 +342,7 @@ class SyncLog:
             raise
         return self.store.commit_write(run, result.store), result
 
-    def finish(self, run: Run) -> dict[str, int]:
+    def finish(self, run: Run) -> RunResult:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
 
         Call it once the run has ended, with `run.status`, `finished_at` and `error` filled in;
@@ -343,12 +350,15 @@ class SyncLog:
         Where the run was written by several writes, records whose identifier several batches
         hold are flagged DUPLICATE now (those batches kept and loaded again): a run logged batch
         by batch holds the flags a `write_run` of the same records holds, and a write's cost
-        does not grow with the batches before it. Returns rows loaded per table (empty when the
-        target was down and the run was kept).
+        does not grow with the batches before it. Returns the run's records as counted and the
+        rows loaded per table (`pending` when the target was down and the run was kept). Behind
+        the engine (`background`), returns once the run's end is durable: see `RunResult.wait`.
         """
+        if self.behind is not None:
+            return self.behind.finish(run)
         return self._finish(run, {})
 
-    def _finish(self, run: Run, passes: dict[str, float]) -> dict[str, int]:
+    def _finish(self, run: Run, passes: dict[str, float]) -> RunResult:
         run = _redacted(run, self.policy(run.sync_id))
         if self.store.state(run) is None:
             self._admit(run)
@@ -359,9 +369,9 @@ class SyncLog:
         accepted = self.store.accepted(run)
         if run.status is RunStatus.FAILED and accepted:
             run = replace(run, status=RunStatus.PARTIAL)
-        loaded = self._load_or_keep(run, batches, finished=True, passes=passes) or {}
+        loaded = self._load_or_keep(run, batches, finished=True, passes=passes)
         self.notices.finished(self, run, statuses, accepted)
-        return loaded
+        return RunResult(statuses, loaded or {}, pending=loaded is None)
 
     def _flag_repeated(self, run: Run) -> tuple[int, ...]:
         """Flag DUPLICATE the records of identifiers that several batches of the run hold, where
@@ -380,24 +390,42 @@ class SyncLog:
         return repeated
 
     def write_run(self, run: Run, records: Batch) -> WriteResult:
-        """Log a whole, finished run in one call: `write`, then `finish` (`records` as for `write`)."""
+        """Log a whole, finished run in one call: `write`, then `finish` (`records` as for `write`).
+
+        Behind the engine (`background`), both are queued: `WriteResult.wait` gives the result
+        once the run is loaded."""
+        if self.behind is not None:
+            return self.behind.write_run(run, records)
         started = time.perf_counter()
         result = self.write(run, records)
         passes = dict(result.passes)
-        loaded = {**result.loaded, **self._finish(run, passes)}
-        pending = self.store.pending_of(run) is not None
-        return WriteResult(result.statuses, loaded, time.perf_counter() - started, pending, passes)
+        ended = self._finish(run, passes)
+        loaded = {**result.loaded, **ended.loaded}
+        return WriteResult(result.statuses, loaded, time.perf_counter() - started, ended.pending, passes)
 
     def flush(self) -> list[Pending]:
-        """Load what earlier writes kept because the target was down, oldest run first; return
-        what is still kept. A run a layout refuses (an InputError: it started before the run its
-        sync's hightouch snapshot holds) stays kept, with the reason (`Pending.refused`)."""
+        """Load what earlier writes kept because the target was down, and what processes that
+        ended before their loads behind the engine did left queued, oldest run first; return what
+        is still kept. A run a layout refuses (an InputError: it started before the run its sync's
+        hightouch snapshot holds) stays kept, with the reason (`Pending.refused`)."""
+        if self.behind is not None:
+            self.behind.wait()
         for pending in self.store.all_pending():
             try:
-                self._load_or_keep(pending.run, pending.batches, finished=pending.finished)
+                if pending.queued:
+                    adopt(self, pending.run)
+                waiting = self.store.pending_of(pending.run)
+                if waiting is not None and not waiting.queued:
+                    self._load_or_keep(waiting.run, waiting.batches, finished=waiting.finished)
             except InputError as exc:
                 self.progress(f"warning: run {pending.run.sync_run_id} of sync {pending.run.sync_id}: {exc}")
         return self.store.all_pending()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the loads behind the engine (`background`) to end; whether they did before
+        `timeout` seconds. Raises what a load raised that no call raised yet (a refused batch:
+        see `WriteResult.wait`). Without `background`, there is nothing to wait for."""
+        return self.behind.wait(timeout) if self.behind is not None else True
 
     def _admit(self, run: Run) -> None:
         """Refuse (InputError) a run a layout of its sync cannot take, before anything of it is
@@ -531,9 +559,13 @@ class SyncLog:
         """Remove expired rows from the framework's tables, per each sync's retention."""
         return cleanup(self.target, self.config, now or datetime.now(UTC))
 
-    def close(self) -> None:
-        """Wait (a bounded time) for notices still being delivered; close the target connection
-        (the Spark session stays up)."""
+    def close(self, wait: float | None = CLOSE_WAIT_S) -> None:
+        """Wait for the loads behind the engine (`background`; at most `wait` seconds, None: as
+        long as they take; what is left stays queued for the next writer or `flush`) and, a
+        bounded time, for notices still being delivered; close the target connection (the Spark
+        session stays up)."""
+        if self.behind is not None:
+            self.behind.close(wait)
         self.notices.close()
         self.connector.close()
 

@@ -53,6 +53,8 @@ class WrittenLog(Protocol):
 
 
 RUN_RULES = tuple(rule for rule in RULES if rule != "freshness")
+REFUSED = "refused_batch"
+"""The notice of a write that a load behind the engine refused (no rule: sent whenever it happens)."""
 
 
 class Notices:
@@ -88,6 +90,19 @@ class Notices:
                 facts = RunFacts(run.sync_id, run.sync_run_id, ended, statuses)
                 self.announce(run.sync_id, run.sync_run_id, evaluate(rules, facts, earlier), RUN_RULES)
             self._lineage(log, run, ended, statuses, accepted)
+
+        self._guarded(run, tell)
+
+    def refused(self, run: Run, summary: str, records: int) -> None:
+        """A load behind the engine refused a write of `run` (`summary` says which batches, why and
+        where its `records` are kept): a `refused_batch` notice to every endpoint."""
+
+        def tell() -> None:
+            notice = Notice(
+                "firing", run.sync_id, run.sync_run_id, REFUSED, records, 0, summary, datetime.now(UTC)
+            )
+            for endpoint in self.settings.endpoints:
+                self._post(endpoint, notice)
 
         self._guarded(run, tell)
 

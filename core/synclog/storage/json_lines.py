@@ -22,10 +22,8 @@ _NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
 
 
 def _text(value: str) -> pa.Scalar:
+    """A string scalar (made when used: pyarrow's first scalar imports pandas, a tenth of a second)."""
     return pa.scalar(value, _TEXT)
-
-
-_EMPTY, _QUOTE = _text(""), _text('"')
 
 
 def encode(batch: pa.RecordBatch) -> pa.Buffer:
@@ -33,10 +31,10 @@ def encode(batch: pa.RecordBatch) -> pa.Buffer:
     if batch.num_rows == 0:
         return pa.py_buffer(b"")
     members = [_member(field, column) for field, column in zip(batch.schema, batch.columns, strict=True)]
-    body = pc.binary_join_element_wise(*members, _EMPTY) if members else pa.nulls(batch.num_rows, _TEXT)
+    body = pc.binary_join_element_wise(*members, _text("")) if members else pa.nulls(batch.num_rows, _TEXT)
     # Every member starts with a comma: the object's body is the joined members minus the first one.
-    inner = pc.utf8_slice_codeunits(pc.fill_null(body, _EMPTY), 1)
-    lines = pc.binary_join_element_wise(_text("{"), inner, _text("}\n"), _EMPTY)
+    inner = pc.utf8_slice_codeunits(pc.fill_null(body, _text("")), 1)
+    lines = pc.binary_join_element_wise(_text("{"), inner, _text("}\n"), _text(""))
     _, offsets, data = lines.buffers()
     bounds = pa.Array.from_buffers(pa.int64(), len(lines) + 1, [None, offsets], offset=lines.offset)
     return data[bounds[0].as_py() : bounds[-1].as_py()]
@@ -45,7 +43,7 @@ def encode(batch: pa.RecordBatch) -> pa.Buffer:
 def _member(field: pa.Field, column: pa.Array) -> pa.Array:
     """`,"name":value` per row, or an empty string where the column is NULL."""
     key = _text("," + json.dumps(field.name, ensure_ascii=False) + ":")
-    return pc.fill_null(pc.binary_join_element_wise(key, _value(field, column), _EMPTY), _EMPTY)
+    return pc.fill_null(pc.binary_join_element_wise(key, _value(field, column), _text("")), _text(""))
 
 
 def _value(field: pa.Field, column: pa.Array) -> pa.Array:
@@ -74,4 +72,4 @@ def _escaped(text: pa.Array) -> pa.Array:
 
 
 def _quoted(text: pa.Array) -> pa.Array:
-    return pc.binary_join_element_wise(_QUOTE, text, _QUOTE, _EMPTY)
+    return pc.binary_join_element_wise(_text('"'), text, _text('"'), _text(""))

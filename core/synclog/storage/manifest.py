@@ -12,13 +12,15 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from synclog.storage.location import Location
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Manifest:
 
     def dataset(self, schema: pa.Schema) -> pads.Dataset:
         """The files as one Arrow dataset with `schema` (streams; nothing is read up front)."""
+        import pyarrow.dataset as pads  # imports pandas: a tenth of a second, for readers only
+
         return pads.dataset(
             self.paths(), schema=schema, format="parquet", filesystem=self.location.filesystem()
         )

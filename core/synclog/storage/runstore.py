@@ -15,21 +15,34 @@ fails or is refused leaves the run as it was (`abort_write`).
 has finished: the store doubles as the spool that `SyncLog.flush` empties. The driver finds
 the runs with something pending by listing the `run.json` files; data files are only ever
 found through a manifest.
+
+A log that loads behind the engine (`synclog.behind`) queues work here too, in order: a batch
+as the engine gave it, in an Arrow file of its own, before any check but its columns' (`queue`),
+and a run's end (`queue_finish`). `run.json` names each queued item with the process that loads
+it; what a gone process left queued, the next writer or `flush` loads. A queued batch whose
+values break a rule is moved out of the run, to `<storage>/refused/<sync_id>/<sync_run_id>/`,
+where it stays (nothing of it reached a log table) until someone deletes it.
+
+    <storage>/runs/<sync_id>/<sync_run_id>/q-<id>.arrow@<owner>          a queued batch
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import posixpath
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
+import pyarrow.ipc as ipc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -40,7 +53,7 @@ from synclog.payload_schema import FieldType, schema_of
 from synclog.storage.files import PartFiles, publish, read_frame, remove
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
-from synclog.storage.owners import tagged
+from synclog.storage.owners import MARK, gone, owner, tagged
 
 STATE = "run.json"
 PARTITION = "batch_number"
@@ -51,14 +64,47 @@ RUN_IDENTIFIERS = 100_000
 
 
 @dataclass(frozen=True)
+class Queued:
+    """Work a log queued for its loads behind the engine (`synclog.behind`): a batch (`path`, the
+    Arrow file of the records as given) or the run's end (`finished`, the run as it ended)."""
+
+    owner: str
+    """The tag of the process that loads it (`synclog.storage.owners`)."""
+    path: str = ""
+    batches: tuple[int, ...] = ()
+    finished: Run | None = None
+
+    @property
+    def orphaned(self) -> bool:
+        """Whether the process that was to load it is gone (then the next writer or `flush` does)."""
+        return gone(self.owner)
+
+    def to_dict(self) -> dict[str, object]:
+        ended = self.finished.to_dict() if self.finished else None
+        return {"owner": self.owner, "path": self.path, "batches": list(self.batches), "finished": ended}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Queued:
+        ended = data.get("finished")
+        return cls(
+            owner=str(data["owner"]),
+            path=str(data.get("path", "")),
+            batches=tuple(int(n) for n in data.get("batches", ())),
+            finished=Run.from_dict(ended) if isinstance(ended, dict) else None,
+        )
+
+
+@dataclass(frozen=True)
 class Pending:
-    """Batches of a run that a target could not take yet, and whether the run has finished."""
+    """Batches of a run that a target could not take yet, whether the run has finished, and what
+    gone processes left queued for it."""
 
     run: Run
     batches: tuple[int, ...]
     finished: bool
     refused: str | None = None
     """Why a layout refused the finished run (an InputError), where one did: it stays kept."""
+    queued: tuple[Queued, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +129,8 @@ class RunState:
     identifiers: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     """Per kept batch whose write's tasks reported them, the hashes of its identifiers (a run's
     few: see `RUN_IDENTIFIERS`)."""
+    queued: tuple[Queued, ...] = ()
+    """What waits for a load behind the engine, in order (`synclog.behind`)."""
 
     def to_json(self) -> str:
         batches = {str(n): [vars(f) for f in files] for n, files in self.batches.items()}
@@ -94,6 +142,7 @@ class RunState:
         extra["payload_types"] = types
         extra["refused"] = self.refused
         extra["identifiers"] = {str(n): list(hashes) for n, hashes in self.identifiers.items()}
+        extra["queued"] = [item.to_dict() for item in self.queued]
         return json.dumps({**state, **extra})
 
     @classmethod
@@ -113,6 +162,7 @@ class RunState:
             payload_types={int(n): tuple(pairs) for n, pairs in data.get("payload_types", {}).items()},
             refused=data.get("refused"),
             identifiers={int(n): tuple(hashes) for n, hashes in data.get("identifiers", {}).items()},
+            queued=tuple(Queued.from_dict(item) for item in data.get("queued", ())),
         )
 
 
@@ -129,6 +179,11 @@ class RunStore:
 
     def __init__(self, storage: Location) -> None:
         self.location = storage.child("runs")
+        self.refused = storage.child("refused")
+        """Where a queued batch whose values break a rule is kept (`refuse`)."""
+        self._lock = threading.RLock()
+        """Held while `run.json` is read and replaced: the engine's thread queues while the loads
+        behind it commit."""
 
     @property
     def root(self) -> str:
@@ -183,6 +238,23 @@ class RunStore:
         types: Mapping[int, set[str]],
         identifiers: Mapping[int, tuple[int, ...]],
     ) -> None:
+        with self._lock:
+            before = self._commit_state(run, batches, statuses, accepted, types, identifiers)
+        fs = self.location.filesystem()
+        for number in batches:
+            for old in before.batches.get(number, ()):
+                fs.delete_file(self.location.path(old.path))
+
+    def _commit_state(
+        self,
+        run: Run,
+        batches: Mapping[int, tuple[StoredFile, ...]],
+        statuses: Mapping[int, Mapping[str, int]],
+        accepted: Mapping[int, int],
+        types: Mapping[int, set[str]],
+        identifiers: Mapping[int, tuple[int, ...]],
+    ) -> RunState:
+        """Save `run.json` with the write's batches; the state before."""
         before = self.state(run) or RunState(run)
         payload_types = {n: t for n, t in before.payload_types.items() if n not in batches}
         payload_types.update({n: tuple(sorted(t)) for n, t in types.items()})
@@ -202,10 +274,7 @@ class RunStore:
                 identifiers=hashes,
             )
         )
-        fs = self.location.filesystem()
-        for number in batches:
-            for old in before.batches.get(number, ()):
-                fs.delete_file(self.location.path(old.path))
+        return before
 
     def read(self, spark: SparkSession, run: Run, batches: Iterable[int] | None = None) -> DataFrame:
         """The canonical frame of `run`'s kept batches (all of them by default)."""
@@ -285,15 +354,16 @@ class RunStore:
     ) -> Pending:
         """Remember that `batches` (added to those already pending) still wait for the target,
         and that the run has finished (as `run` says); `refused` says why a layout refused it."""
-        state = self.state(run) or RunState(run)
-        state = replace(
-            state,
-            run=run if finished else state.run,
-            pending=tuple(sorted({*batches, *state.pending})),
-            finished=finished or state.finished,
-            refused=refused,
-        )
-        self._save(state)
+        with self._lock:
+            state = self.state(run) or RunState(run)
+            state = replace(
+                state,
+                run=run if finished else state.run,
+                pending=tuple(sorted({*batches, *state.pending})),
+                finished=finished or state.finished,
+                refused=refused,
+            )
+            self._save(state)
         return _pending(state) or Pending(state.run, state.pending, state.finished)
 
     def pending_of(self, run: Run) -> Pending | None:
@@ -301,16 +371,80 @@ class RunStore:
         return _pending(self.state(run))
 
     def all_pending(self) -> list[Pending]:
-        """Every run with something waiting for the target, oldest run first."""
+        """Every run with something waiting for the target, or queued by a gone process, oldest
+        run first."""
         found = [_pending(self._load(path)) for path in self._state_files()]
         return sorted((p for p in found if p), key=lambda p: p.run.started_at)
 
     def clear_pending(self, run: Run) -> None:
         """The target has every batch of `run` that was waiting (a finished run's run-level
         tables still wait, until `drop`)."""
+        with self._lock:
+            state = self.state(run)
+            if state is not None and state.pending:
+                self._save(replace(state, pending=()))
+
+    # -- queued for the loads behind the engine ------------------------------------------------
+
+    def queue(self, run: Run, records: pa.Table) -> Queued:
+        """Keep `records` (one write's batches, as given) for a load behind the engine; durable
+        when this returns."""
+        numbers = pc.unique(records.column(PARTITION)).drop_null().to_pylist() if records.num_rows else []
+        name = f"q-{uuid.uuid4().hex[:12]}.arrow{MARK}{owner()}"
+        path = posixpath.join(self._run_dir(run), name)
+
+        def write(stream: pa.NativeFile) -> None:
+            with ipc.new_file(stream, records.schema) as out:
+                out.write_table(records)
+
+        publish(self.location.filesystem(), self.location.path(path), write)
+        item = Queued(owner(), path, tuple(sorted(int(n) for n in numbers)))
+        self._enqueue(run, item)
+        return item
+
+    def queue_finish(self, run: Run) -> Queued:
+        """Keep `run`, ended, for its finish behind the engine; durable when this returns."""
+        item = Queued(owner(), finished=run)
+        self._enqueue(run, item)
+        return item
+
+    def _enqueue(self, run: Run, item: Queued) -> None:
+        with self._lock:
+            state = self.state(run) or RunState(run)
+            self._save(replace(state, queued=(*state.queued, item)))
+
+    def read_queued(self, item: Queued) -> pa.Table:
+        """The records of a queued batch."""
+        with self.location.filesystem().open_input_file(self.location.path(item.path)) as handle:
+            return ipc.open_file(handle).read_all()
+
+    def dequeue(self, run: Run, item: Queued) -> None:
+        """`item` is done with: forget it (and its file)."""
+        with self._lock:
+            state = self.state(run)
+            if state is not None and item in state.queued:
+                self._save(replace(state, queued=tuple(q for q in state.queued if q != item)))
+        if item.path:
+            with contextlib.suppress(FileNotFoundError):
+                self.location.filesystem().delete_file(self.location.path(item.path))
+
+    def refuse(self, run: Run, item: Queued) -> str:
+        """Move a queued batch whose values break a rule out of the run, into `refused/`; where
+        it is kept now, as a user would name it."""
+        kept = posixpath.join(self._run_dir(run), posixpath.basename(item.path).partition(MARK)[0])
+        fs = self.location.filesystem()
+        self.refused.filesystem().create_dir(self.refused.path(self._run_dir(run)), recursive=True)
+        fs.move(self.location.path(item.path), self.refused.path(kept))
+        with self._lock:
+            state = self.state(run)
+            if state is not None:
+                self._save(replace(state, queued=tuple(q for q in state.queued if q != item)))
+        return self.refused.uri(kept)
+
+    def queued_of(self, run: Run) -> tuple[Queued, ...]:
+        """What waits for a load behind the engine for `run`, in order."""
         state = self.state(run)
-        if state is not None and state.pending:
-            self._save(replace(state, pending=()))
+        return state.queued if state else ()
 
     def state(self, run: Run) -> RunState | None:
         """`run`'s manifest, or None when the store holds nothing of it."""
@@ -341,9 +475,10 @@ class RunStore:
 
 
 def _pending(state: RunState | None) -> Pending | None:
-    if state is None or not (state.pending or state.finished):
+    orphans = tuple(item for item in state.queued if item.orphaned) if state else ()
+    if state is None or not (state.pending or state.finished or orphans):
         return None
-    return Pending(state.run, state.pending, state.finished, state.refused)
+    return Pending(state.run, state.pending, state.finished, refused=state.refused, queued=orphans)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ owner is gone:
     staging/<owner>/...                  load staging files          removed
     exports/<owner>/...                  read-back exports           removed
     runs/<sync>/<run>/w-…@<owner>/...    a run-store write's files   removed unless run.json names them
+    runs/<sync>/<run>/q-….arrow@<owner>  a queued batch              removed unless run.json names it
     runs/<sync>/<run>/.run.json.…@<owner>.tmp   an unpublished manifest   removed
 
 A run's `run.json` and the files it names are the run store itself (batches waiting for the
-run's next write, `finish` or `flush`), never leftovers. Live writers' files are left alone.
+run's next write, `finish` or `flush`, or queued for a load behind the engine that the next
+writer takes over), never leftovers. Live writers' files are left alone.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def _sweep_run(
     named = (
         {store.location.path(f.path) for files in state.batches.values() for f in files} if state else set()
     )
+    named |= {store.location.path(item.path) for item in state.queued if item.path} if state else set()
     removed = []
     for info in found:
         if info.path in named or posixpath.basename(info.path) == STATE:

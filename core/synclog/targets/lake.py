@@ -31,7 +31,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from fsspec.implementations.arrow import ArrowFSWrapper
 from pyspark.errors import PythonException
 
 from synclog.capabilities import Capabilities, Casefold, Staging
@@ -198,7 +197,7 @@ class LakeTarget(Target):
             self._duckdb = duckdb.connect()
             self._duckdb.execute("SET TimeZone = 'UTC'")
             if not self.location.local:
-                self._duckdb.register_filesystem(_S3ForDuckDB(self.fs))
+                self._duckdb.register_filesystem(_s3_for_duckdb(self.fs))
         return self._duckdb
 
     def _template(self, table: TableSpec) -> PathTemplate:
@@ -213,10 +212,15 @@ class LakeTarget(Target):
             self._duckdb = None
 
 
-class _S3ForDuckDB(ArrowFSWrapper):
-    """pyarrow's S3 filesystem as fsspec's `s3` protocol, which DuckDB reads s3:// URLs through."""
+def _s3_for_duckdb(fs: pafs.FileSystem) -> Any:
+    """pyarrow's S3 filesystem as fsspec's `s3` protocol, which DuckDB reads s3:// URLs through
+    (fsspec is imported only for a lake on S3)."""
+    from fsspec.implementations.arrow import ArrowFSWrapper
 
-    protocol = "s3"
+    class S3ForDuckDB(ArrowFSWrapper):
+        protocol = "s3"
+
+    return S3ForDuckDB(fs)
 
 
 def lake_location(url: TargetURL, options: Mapping[str, Any]) -> Location:

@@ -1,0 +1,69 @@
+"""What `SyncLog.write` and `SyncLog.finish` return, in place or once their loads behind the engine end."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write did: records as counted (`RecordStatus.counted`), rows loaded per table, seconds.
+
+    A write queued for a load behind the engine (`SyncLog.open(…, background=True)`) returns at
+    once with `queued` set and nothing counted yet: `wait` gives the load's result.
+    """
+
+    statuses: dict[str, int]
+    loaded: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    """Seconds the call took (for a queued write: the engine's, until its batch was durable)."""
+    pending: bool = False
+    """True when the target failed and the batches wait in the run store for `flush`."""
+    passes: dict[str, float] = field(default_factory=dict)
+    """Seconds of each step, in order: the validating write to the run store, then each table load."""
+    queued: bool = False
+    """True when the batch is durable under `storage` and its load runs behind the engine."""
+    load: Future[WriteResult] | None = field(default=None, repr=False, compare=False)
+    """The load behind the engine, for a queued write (see `wait`)."""
+
+    @property
+    def records(self) -> int:
+        """Records written."""
+        return sum(self.statuses.values())
+
+    def wait(self, timeout: float | None = None) -> WriteResult:
+        """This write's result once its load ended (itself when it loaded in place).
+
+        Raises the InputError of values that break a rule (nothing of the write reached a log
+        table; the message names its batches and where its records are kept), what else the load
+        raised, and TimeoutError when `timeout` seconds pass first.
+        """
+        return self if self.load is None else self.load.result(timeout)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What `finish` did: the run's records as counted, rows loaded per table by `finish`.
+
+    A run finished behind the engine (`SyncLog.open(…, background=True)`) returns once its end
+    is durable, with `queued` set and nothing counted yet: `wait` gives the result of its loads.
+    """
+
+    statuses: dict[str, int] = field(default_factory=dict)
+    """The run's records as counted (`RecordStatus.counted`), over every batch logged."""
+    loaded: dict[str, int] = field(default_factory=dict)
+    pending: bool = False
+    """True when the target failed and the run waits in the run store for `flush`."""
+    refused: tuple[str, ...] = ()
+    """One line per write a load behind the engine refused (its batches, why, where its records are)."""
+    queued: bool = False
+    """True when the run's end is durable under `storage` and its loads run behind the engine."""
+    load: Future[RunResult] | None = field(default=None, repr=False, compare=False)
+    """The loads behind the engine, for a queued finish (see `wait`)."""
+
+    def wait(self, timeout: float | None = None) -> RunResult:
+        """This run's result once its loads ended (itself when it finished in place); raises what
+        the loads raised (a refused batch is no error here: see `refused`), and TimeoutError when
+        `timeout` seconds pass first."""
+        return self if self.load is None else self.load.result(timeout)
