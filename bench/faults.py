@@ -52,6 +52,7 @@ from harness.cloud_faults import (  # noqa: E402
 )
 from harness.concurrency import SYNCS, ConcurrencyResult, run_concurrently  # noqa: E402
 from harness.faults import (  # noqa: E402
+    KILLS,
     Driver,
     DuckDBScenario,
     LakeScenario,
@@ -133,8 +134,12 @@ def table(results: dict[str, list[Outcome]]) -> str:
 def points(results: dict[str, list[Outcome]]) -> str:
     lines = ["| target | where the kills struck (point #occurrence: trials) |", "|---|---|"]
     for target, outcomes in results.items():
-        struck = Counter(o.where.split(" #")[0] for o in outcomes if o.fault == "kill@point" and o.landed)
-        endings = Counter(o.writer.split(":")[0] for o in outcomes if not o.fault.startswith("kill"))
+        struck = Counter(
+            f"{o.where.split(' #')[0]}{' (behind)' if o.fault.startswith('behind') else ''}"
+            for o in outcomes
+            if o.fault.endswith("@point") and o.landed
+        )
+        endings = Counter(o.writer.split(":")[0] for o in outcomes if not o.fault.startswith(KILLS))
         ended = f"; cut/outage writers ended: {', '.join(f'{e}: {n}' for e, n in sorted(endings.items()))}"
         lines.append(
             f"| {target} | {', '.join(f'{p}: {n}' for p, n in sorted(struck.items()))}"

@@ -1,7 +1,8 @@
 """Faults injected into real writer processes: nothing lost, nothing twice, nothing left behind.
 
 A few trials of `harness.faults` (the bench, `bench/faults.py`, runs hundreds): a writer is
-killed with SIGKILL at a point of the write path, or its connection is cut; a second writer
+killed with SIGKILL at a point of the write path (on DuckDB also once its batches are queued for
+loads behind the engine, none of them loaded), or its connection is cut; a second writer
 flushes and writes the run again; every table must then hold exactly the rows of a write
 without a fault, no staging relation or scratch file may be left, and storage must be empty.
 """
@@ -52,7 +53,7 @@ def check(outcomes: list[Outcome]) -> None:
 @pytest.mark.duckdb
 def test_duckdb_survives_a_kill_with_staged_files(root: Path, workers: Workers) -> None:
     scenario = DuckDBScenario(root, layouts=("census",))
-    check(trials(scenario, workers, [("kill@point", "load")]))
+    check(trials(scenario, workers, [("kill@point", "load"), ("behind@point", "queued")]))
 
 
 @pytest.mark.postgres

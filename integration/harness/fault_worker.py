@@ -5,15 +5,18 @@ write into a throwaway DuckDB file, says {"event": "ready"}, and then runs reque
 object per line on standard input, answering with JSON lines on standard output:
 
     {"op": "write", "config": PATH, "target": URL, "run": {...}, "count": 40, "batches": 2,
-     "kill_at": ["swap", 2]}                   -> {"event": "started"} ... {"event": "done", ...}
+     "kill_at": ["swap", 2], "background": false}  -> {"event": "started"} ... {"event": "done", ...}
     {"op": "flush", "config": PATH, "target": URL}
 
 A write logs the run's batches one `write` at a time, then `finish`es it, as a sync engine
-does. With `kill_at` = [point, n], the n-th time the write reaches `point` the worker says
-{"event": "at", "point": ...} and waits: the driver then kills its whole process group with
-SIGKILL (the Python driver, the JVM and its Python workers). The points are places in synclog's
-write path, found by wrapping its methods here (nothing in synclog knows about them):
+does; with `background`, through a log that loads behind it (`synclog.behind`): each batch a
+list of dicts, queued, and the log closed once its loads end. With `kill_at` = [point, n], the
+n-th time the write reaches `point` the worker says {"event": "at", "point": ...} and waits
+(a load behind the engine waits on its own thread): the driver then kills its whole process group
+with SIGKILL (the Python driver, the JVM and its Python workers). The points are places in
+synclog's write path, found by wrapping its methods here (nothing in synclog knows about them):
 
+    queued      a batch (or the run's end) is durable, queued for a load behind the engine
     validation  the executors validated and stored a batch; the run store has not committed it
     staging     a staging relation exists, empty (SQL targets); a lake load begins
     load        the stage is filled (staged files still under storage); the lake's files are written
@@ -35,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-POINTS = ("validation", "staging", "load", "swap", "finish")
+POINTS = ("queued", "validation", "staging", "load", "swap", "finish")
 PLUGIN_TARGETS = (
     ("synclog_postgres.target", "PostgresTarget", "load_staged"),
     ("synclog_snowflake.target", "SnowflakeTarget", "load_staged"),
@@ -87,6 +90,7 @@ def install_points() -> None:
     from synclog.targets.lake import LakeTarget
     from synclog.targets.sql import SqlTarget
 
+    _wrap(RunStore, "_enqueue", "queued", after=True)
     _wrap(RunStore, "_commit", "validation", after=False)
     _wrap(RunStore, "drop", "finish", after=False)
     _wrap(DuckDBTarget, "create_stage", "staging", after=True)
@@ -112,16 +116,20 @@ def write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     from synclog.config import Config
     from synclog.model import Run
     from synclog.writer import SyncLog
-    from synclog_testing.factories import make_records, record_rows
+    from synclog_testing.factories import RECORD_COLUMNS, make_records, record_rows
 
     run = Run.from_dict(request["run"])
     rows = record_rows(run, count=request["count"], batches=request["batches"])
+    behind = bool(request.get("background"))
     pending = False
-    with SyncLog.open(request["target"], Config.load(Path(request["config"])), spark) as log:
+    config = Config.load(Path(request["config"]))
+    with SyncLog.open(request["target"], config, spark, background=behind) as log:
         for batch in range(request["batches"]):
-            frame = make_records(spark, [r for r in rows if r[5] == batch])
-            pending |= log.write(run, frame).pending
+            chosen = [r for r in rows if r[5] == batch]
+            records = [dict(zip(RECORD_COLUMNS, r, strict=True)) for r in chosen] if behind else None
+            pending |= log.write(run, records or make_records(spark, chosen)).pending
         log.finish(run)
+        log.wait()
         pending |= log.store.pending_of(run) is not None
     return {"pending": pending}
 

@@ -10,6 +10,9 @@ one fault into it:
                 workers) when the write reaches a named point of the write path (see
                 `fault_worker.POINTS`), at a random one of the times it reaches it
     kill@random SIGKILL of the process group at a random time into the write
+    behind@POINT, behind@random   the same, while the writer logs through a log that loads behind
+                it (`background=True`, `synclog.behind`): batches queued, loads on the log's own
+                thread, the log closed once they end
     cut         the connection to the target is cut mid-write (the loopback forwarder in front
                 of PostgreSQL or S3 closes: open connections reset, new ones refused) and comes
                 back up to 3 s later; the writer keeps running
@@ -53,11 +56,12 @@ import pyarrow.parquet as pq
 
 from synclog_testing.network import forward
 
-from .fault_worker import WARM_UP_ENV
+from .fault_worker import POINTS, WARM_UP_ENV
 from .processes import free_port
 
 WORKER = Path(__file__).with_name("fault_worker.py")
-POINTS = ("validation", "staging", "load", "swap", "finish")
+KILLS = ("kill", "behind")
+"""Faults that kill the writer: in a log that loads in place, or behind the engine."""
 READY_TIMEOUT_S = 240.0
 OP_TIMEOUT_S = 600.0
 
@@ -335,7 +339,7 @@ def _switched_off(switch: Switch) -> Iterator[None]:
 class DuckDBScenario(Scenario):
     name = "duckdb"
     layouts = ("census", "hightouch")
-    faults = ("kill@point", "kill@random", "outage")
+    faults = ("kill@point", "kill@random", "outage", "behind@point", "behind@random")
 
     def make_target(self, trial: str, folder: Path) -> str:
         return f"duckdb:///{folder / 'logs.duckdb'}"
@@ -403,7 +407,7 @@ class DuckDBScenario(Scenario):
 class PostgresScenario(Scenario):
     name = "postgres"
     layouts = ("census", "hightouch")
-    faults = ("kill@point", "kill@random", "cut", "outage")
+    faults = ("kill@point", "kill@random", "cut", "outage", "behind@point", "behind@random")
 
     def __init__(
         self,
@@ -629,13 +633,20 @@ class Driver:
         self.volatile: dict[str, set[str]] = {}
         self.reached: dict[str, int] = {}
         self.write_seconds = 10.0
+        self.reached_behind: dict[str, int] = {}
+        self.behind_seconds = 10.0
         self._trials = 0
         self._point_turn = 0
         self.run = run_of(7000, 1000)
         """The run every trial writes, into a fresh target each time."""
 
     def _write(
-        self, target: TrialTarget, run: dict[str, Any], kill_at: tuple[str, int] | None = None
+        self,
+        target: TrialTarget,
+        run: dict[str, Any],
+        kill_at: tuple[str, int] | None = None,
+        *,
+        background: bool = False,
     ) -> dict:
         return {
             "op": "write",
@@ -645,6 +656,7 @@ class Driver:
             "count": self.count,
             "batches": self.batches,
             "kill_at": list(kill_at) if kill_at else None,
+            "background": background,
             "cwd": str(target.folder),
         }
 
@@ -668,6 +680,18 @@ class Driver:
         self.volatile = _volatile(*dumps)
         self.reference = _project(dumps[0], self.volatile)
 
+    def _prepare_behind(self) -> None:
+        """Before the first fault behind the engine: a clean write through a log that loads behind
+        it, for the points it reaches and its time, which must leave the reference's rows."""
+        target = self.scenario.fresh("reference-behind")
+        done = self.recovery.call(self._write(target, self.run, background=True))
+        if done.get("event") != "done" or done.get("pending"):
+            raise RuntimeError(f"the reference write behind the engine failed: {done}")
+        self.reached_behind, self.behind_seconds = done["reached"], float(done["seconds"])
+        if _project(self.scenario.contents(target), self.volatile) != self.reference:
+            raise RuntimeError("a write behind the engine left other rows than a write in place")
+        self.scenario.discard(target)
+
     def trial(self, fault: str, point: str | None = None) -> Outcome:
         """One fault, the recovery, and the checks (`point`: where a `kill@point` strikes, else random)."""
         started = time.perf_counter()
@@ -679,7 +703,7 @@ class Driver:
         clock = _Clock(outcome.phases, started)
         clock.lap("target")
         killed = False
-        if fault.startswith("kill"):
+        if fault.startswith(KILLS):
             killed = self._kill(fault, target, run, outcome, point)
         elif fault == "cut":
             self._cut(target, run, outcome)
@@ -703,21 +727,25 @@ class Driver:
     def _kill(
         self, fault: str, target: TrialTarget, run: dict[str, Any], outcome: Outcome, point: str | None
     ) -> bool:
+        behind = fault.startswith("behind")
+        if behind and not self.reached_behind:
+            self._prepare_behind()
         victim = self.workers.victim()
-        if fault == "kill@point":
+        reached = self.reached_behind if behind else self.reached
+        if fault.endswith("@point"):
             if point is None:  # every point in turn, so that each is struck as often
-                offered = [p for p in POINTS if self.reached.get(p)]
+                offered = [p for p in POINTS if reached.get(p)]
                 point = offered[self._point_turn % len(offered)]
                 self._point_turn += 1
-            nth = self.random.randint(1, self.reached[point])
+            nth = self.random.randint(1, reached[point])
             outcome.where = f"{point} #{nth}"
-            victim.send(self._write(target, run, (point, nth)))
+            victim.send(self._write(target, run, (point, nth), background=behind))
             event = victim.next(OP_TIMEOUT_S)
             landed = bool(event and event.get("event") == "at")
         else:
-            delay = self.random.uniform(0.0, self.write_seconds)
+            delay = self.random.uniform(0.0, self.behind_seconds if behind else self.write_seconds)
             outcome.where = f"{delay:.2f}s in"
-            victim.send(self._write(target, run))
+            victim.send(self._write(target, run, background=behind))
             event = victim.next(delay)
             landed = event is None
         if landed:
