@@ -1,4 +1,4 @@
-"""What `SyncLog.write` and `SyncLog.finish` return, in place or once their loads behind the engine end."""
+"""What `write` and `finish` return: a `SyncLog`'s, in place, and a `BackgroundLog`'s, once durable."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 class WriteResult:
     """What one write did: records as counted (`RecordStatus.counted`), rows loaded per table, seconds.
 
-    A write queued for a load behind the engine (`SyncLog.open(…, background=True)`) returns at
-    once with `queued` set and nothing counted yet: `wait` gives the load's result.
+    A `BackgroundLog`'s write returns once its batch is durable, with `queued` set and nothing
+    counted yet: `wait` gives the result of its load.
     """
 
     statuses: dict[str, int]
@@ -46,8 +46,8 @@ class WriteResult:
 class RunResult:
     """What `finish` did: the run's records as counted, rows loaded per table by `finish`.
 
-    A run finished behind the engine (`SyncLog.open(…, background=True)`) returns once its end
-    is durable, with `queued` set and nothing counted yet: `wait` gives the result of its loads.
+    A `BackgroundLog`'s finish returns once the run's end is durable, with `queued` set and
+    nothing counted yet: `wait` gives the result of its loads.
     """
 
     statuses: dict[str, int] = field(default_factory=dict)

@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from synclog.batches import Batch, as_frame
-from synclog.behind import Behind, adopt
 from synclog.canonical import canonical_frame, flag_repeated, repeated_batches
 from synclog.config import Config
 from synclog.errors import ConfigError, InputError, TargetError, first_line
@@ -25,6 +24,7 @@ from synclog.naming import Relation
 from synclog.notices.notify import Notices
 from synclog.plugins.manager import payload_hooks, registry
 from synclog.privacy import PayloadPolicy
+from synclog.queued import adopt
 from synclog.records import check_columns
 from synclog.results import RunResult, WriteResult
 from synclog.retention import CleanupResult, cleanup
@@ -39,8 +39,6 @@ from synclog.urls import TargetURL
 from synclog.write_job import JobResult, StagedRows, run_write_job
 
 Progress = Callable[[str], None]
-CLOSE_WAIT_S = 60.0
-"""How long `close` waits for the loads behind the engine, by default."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +57,8 @@ class SyncLog:
     >>> with SyncLog.open("duckdb:///logs.duckdb") as log:
     ...     log.write(run, records)   # a Spark or pandas DataFrame, an Arrow table, a list of dicts
 
-    With `background=True` a batch the engine holds in memory is made durable and loaded behind
-    the engine (`synclog.behind`): `write` and `finish` return without waiting on Spark or the
-    warehouse; `wait` waits for the loads, `close` a bounded time.
+    A sync engine that must not wait on Spark or the warehouse logs through a `BackgroundLog`
+    (`synclog.background`), which loads through a `SyncLog` behind it.
     """
 
     def __init__(
@@ -71,7 +68,6 @@ class SyncLog:
         spark: SparkSession | None = None,
         progress: Progress | None = None,
         policy: PayloadPolicy | None = None,
-        background: bool = False,
     ) -> None:
         self.connector = target if isinstance(target, Connector) else Connector.of(target)
         self.config = config or Config()
@@ -85,8 +81,6 @@ class SyncLog:
         self._ensured: set[TableSpec] = set()
         self._loaded: dict[str, str] = {}
         """Per metadata table, the digest of the rows loaded last (loading them again is a no-op)."""
-        self.behind = Behind(self) if background else None
-        """The loads behind the engine (`background`); None when every call loads in place."""
 
     @classmethod
     def open(
@@ -98,7 +92,6 @@ class SyncLog:
         policy: PayloadPolicy | None = None,
         read_only: bool = False,
         writes: bool = False,
-        background: bool = False,
     ) -> SyncLog:
         """Open the target named in `synclog.toml`, or given as a URL (DuckDB by default).
 
@@ -108,33 +101,48 @@ class SyncLog:
         retention) refuses a file-backed target whose file does not exist, with a ConfigError,
         instead of creating an empty database, and leaves `storage` as it is (only writers sweep
         what killed writers left there). `writes` starts Spark before the target is
-        touched, so executors that cannot reach `storage` are refused first. `background`
-        loads behind the engine (see `SyncLog`): the sweep, Spark's start, the connection and
-        what gone processes left queued then happen behind it too.
+        touched, so executors that cannot reach `storage` are refused first.
         """
+        log = cls.configured(target, config, spark, progress, policy, read_only=read_only)
+        log.begin(read_only=read_only, writes=writes)
+        return log
+
+    @classmethod
+    def configured(
+        cls,
+        target: str | None = None,
+        config: Config | None = None,
+        spark: SparkSession | None = None,
+        progress: Progress | None = None,
+        policy: PayloadPolicy | None = None,
+        *,
+        read_only: bool = False,
+    ) -> SyncLog:
+        """The first half of `open`: the configuration read and the target's URL checked (a
+        malformed one, or a missing file, fails here); storage, Spark and the target untouched."""
         config = config or Config.load()
         url, settings = config.resolve_target(target)
         settings = replace(settings, read_only=read_only)
         kind = registry().for_url(url)
         kind.check(url, settings)  # before Spark starts: a malformed or missing file fails at once
-        connector = Connector.for_type(kind, url, settings)
-        log = cls(connector, config, spark, progress, policy, background)
-        if log.behind is not None:
-            return log
+        return cls(Connector.for_type(kind, url, settings), config, spark, progress, policy)
+
+    def begin(self, *, read_only: bool = False, writes: bool = False) -> None:
+        """The second half of `open` (see there): sweep what killed writers left in `storage`
+        (unless `read_only`), start Spark (`writes`), connect."""
         if not read_only:
-            sweep(config.storage)  # what writers killed earlier left behind; reads leave it be
+            sweep(self.config.storage)  # what writers killed earlier left behind; reads leave it be
         if writes:
-            log.spark  # noqa: B018 - refuses unreachable storage before the target is touched
+            self.spark  # noqa: B018 - refuses unreachable storage before the target is touched
         try:
-            log.target  # noqa: B018 - connect now, so a wrong URL or password shows at once
+            self.target  # noqa: B018 - connect now, so a wrong URL or password shows at once
         except TargetError as exc:
-            if not config.keep_on_target_failure:
+            if not self.config.keep_on_target_failure:
                 raise
-            log.progress(
-                f"warning: {url} does not answer ({first_line(exc)}); "
-                f"batches wait in {log.store.root} until it does"
+            self.progress(
+                f"warning: {self.url} does not answer ({first_line(exc)}); "
+                f"batches wait in {self.store.root} until it does"
             )
-        return log
 
     @property
     def spark(self) -> SparkSession:
@@ -166,11 +174,8 @@ class SyncLog:
         that can be staged by its tasks (`synclog.write_job`); the swaps follow only when no
         record broke a rule. Raises InputError, before anything reaches a log table, when
         `records` break the contract, and ConfigError when the sync's payload policy needs a
-        key the environment lacks. Behind the engine (`background`), a batch that is no Spark
-        DataFrame returns once durable, its columns checked; the rest waits for `WriteResult.wait`.
+        key the environment lacks.
         """
-        if self.behind is not None:
-            return self.behind.write(run, records)
         started = time.perf_counter()
         frame, schema = as_frame(records, lambda: self.spark)
         return self._write_frame(run, frame, schema, started)
@@ -351,11 +356,8 @@ class SyncLog:
         hold are flagged DUPLICATE now (those batches kept and loaded again): a run logged batch
         by batch holds the flags a `write_run` of the same records holds, and a write's cost
         does not grow with the batches before it. Returns the run's records as counted and the
-        rows loaded per table (`pending` when the target was down and the run was kept). Behind
-        the engine (`background`), returns once the run's end is durable: see `RunResult.wait`.
+        rows loaded per table (`pending` when the target was down and the run was kept).
         """
-        if self.behind is not None:
-            return self.behind.finish(run)
         return self._finish(run, {})
 
     def _finish(self, run: Run, passes: dict[str, float]) -> RunResult:
@@ -390,12 +392,7 @@ class SyncLog:
         return repeated
 
     def write_run(self, run: Run, records: Batch) -> WriteResult:
-        """Log a whole, finished run in one call: `write`, then `finish` (`records` as for `write`).
-
-        Behind the engine (`background`), both are queued: `WriteResult.wait` gives the result
-        once the run is loaded."""
-        if self.behind is not None:
-            return self.behind.write_run(run, records)
+        """Log a whole, finished run in one call: `write`, then `finish` (`records` as for `write`)."""
         started = time.perf_counter()
         result = self.write(run, records)
         passes = dict(result.passes)
@@ -404,12 +401,10 @@ class SyncLog:
         return WriteResult(result.statuses, loaded, time.perf_counter() - started, ended.pending, passes)
 
     def flush(self) -> list[Pending]:
-        """Load what earlier writes kept because the target was down, and what processes that
-        ended before their loads behind the engine did left queued, oldest run first; return what
-        is still kept. A run a layout refuses (an InputError: it started before the run its sync's
-        hightouch snapshot holds) stays kept, with the reason (`Pending.refused`)."""
-        if self.behind is not None:
-            self.behind.wait()
+        """Load what earlier writes kept because the target was down, and what `BackgroundLog`s
+        of processes that are gone left queued, oldest run first; return what is still kept. A run
+        a layout refuses (an InputError: it started before the run its sync's hightouch snapshot
+        holds) stays kept, with the reason (`Pending.refused`)."""
         for pending in self.store.all_pending():
             try:
                 if pending.queued:
@@ -420,12 +415,6 @@ class SyncLog:
             except InputError as exc:
                 self.progress(f"warning: run {pending.run.sync_run_id} of sync {pending.run.sync_id}: {exc}")
         return self.store.all_pending()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the loads behind the engine (`background`) to end; whether they did before
-        `timeout` seconds. Raises what a load raised that no call raised yet (a refused batch:
-        see `WriteResult.wait`). Without `background`, there is nothing to wait for."""
-        return self.behind.wait(timeout) if self.behind is not None else True
 
     def _admit(self, run: Run) -> None:
         """Refuse (InputError) a run a layout of its sync cannot take, before anything of it is
@@ -559,13 +548,9 @@ class SyncLog:
         """Remove expired rows from the framework's tables, per each sync's retention."""
         return cleanup(self.target, self.config, now or datetime.now(UTC))
 
-    def close(self, wait: float | None = CLOSE_WAIT_S) -> None:
-        """Wait for the loads behind the engine (`background`; at most `wait` seconds, None: as
-        long as they take; what is left stays queued for the next writer or `flush`) and, a
-        bounded time, for notices still being delivered; close the target connection (the Spark
-        session stays up)."""
-        if self.behind is not None:
-            self.behind.close(wait)
+    def close(self) -> None:
+        """Wait (a bounded time) for notices still being delivered; close the target connection
+        (the Spark session stays up)."""
         self.notices.close()
         self.connector.close()
 

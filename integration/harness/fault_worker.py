@@ -9,8 +9,8 @@ object per line on standard input, answering with JSON lines on standard output:
     {"op": "flush", "config": PATH, "target": URL}
 
 A write logs the run's batches one `write` at a time, then `finish`es it, as a sync engine
-does; with `background`, through a log that loads behind it (`synclog.behind`): each batch a
-list of dicts, queued, and the log closed once its loads end. With `kill_at` = [point, n], the
+does; with `background`, through a `BackgroundLog` (`synclog.background`): each batch a list of
+dicts, queued, and the log closed once its loads end. With `kill_at` = [point, n], the
 n-th time the write reaches `point` the worker says {"event": "at", "point": ...} and waits
 (a load behind the engine waits on its own thread): the driver then kills its whole process group
 with SIGKILL (the Python driver, the JVM and its Python workers). The points are places in
@@ -113,6 +113,7 @@ def install_points() -> None:
 
 
 def write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    from synclog.background import BackgroundLog
     from synclog.config import Config
     from synclog.model import Run
     from synclog.writer import SyncLog
@@ -120,16 +121,18 @@ def write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
 
     run = Run.from_dict(request["run"])
     rows = record_rows(run, count=request["count"], batches=request["batches"])
-    behind = bool(request.get("background"))
-    pending = False
     config = Config.load(Path(request["config"]))
-    with SyncLog.open(request["target"], config, spark, background=behind) as log:
+    if request.get("background"):
+        with BackgroundLog.open(request["target"], config, spark) as behind:
+            for batch in range(request["batches"]):
+                behind.write(run, [dict(zip(RECORD_COLUMNS, r, strict=True)) for r in rows if r[5] == batch])
+            ended = behind.finish(run)
+        return {"pending": ended.wait().pending}
+    pending = False
+    with SyncLog.open(request["target"], config, spark) as log:
         for batch in range(request["batches"]):
-            chosen = [r for r in rows if r[5] == batch]
-            records = [dict(zip(RECORD_COLUMNS, r, strict=True)) for r in chosen] if behind else None
-            pending |= log.write(run, records or make_records(spark, chosen)).pending
+            pending |= log.write(run, make_records(spark, [r for r in rows if r[5] == batch])).pending
         log.finish(run)
-        log.wait()
         pending |= log.store.pending_of(run) is not None
     return {"pending": pending}
 

@@ -10,9 +10,9 @@ one fault into it:
                 workers) when the write reaches a named point of the write path (see
                 `fault_worker.POINTS`), at a random one of the times it reaches it
     kill@random SIGKILL of the process group at a random time into the write
-    behind@POINT, behind@random   the same, while the writer logs through a log that loads behind
-                it (`background=True`, `synclog.behind`): batches queued, loads on the log's own
-                thread, the log closed once they end
+    behind@POINT, behind@random   the same, while the writer logs through a `BackgroundLog`
+                (`synclog.background`): batches queued, loads on the log's own thread, the log
+                closed once they end
     cut         the connection to the target is cut mid-write (the loopback forwarder in front
                 of PostgreSQL or S3 closes: open connections reset, new ones refused) and comes
                 back up to 3 s later; the writer keeps running

@@ -1,5 +1,5 @@
-"""Loads behind the engine (`SyncLog.open(…, background=True)`): a batch is durable when `write`
-returns, its load follows in order, and what a load finds reaches the engine without losing a row."""
+"""`BackgroundLog`: a batch is durable when `write` returns, its load follows in order through a
+`SyncLog`, and what a load finds reaches the engine without losing a row."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pyarrow.ipc as ipc
 import pytest
 from pyspark.sql import SparkSession
 
-from synclog import InputError, RunStatus
+from synclog import BackgroundLog, InputError, RunStatus
 from synclog.config import Config
 from synclog.storage.location import Location
 from synclog.storage.runstore import RunStore
@@ -32,21 +32,20 @@ def batch(number: int, rows: list[tuple[Any, ...]] = ROWS) -> list[dict[str, Any
     return [dict(zip(RECORD_COLUMNS, row, strict=True)) for row in rows if row[5] == number]
 
 
-def opened(folder: Path, spark: SparkSession | None, **options: Any) -> SyncLog:
-    config = Config(storage=Location.parse(str(folder / "storage")))
-    return SyncLog.open(f"duckdb:///{folder / 'logs.duckdb'}", config, spark, **options)
+def where(folder: Path) -> tuple[str, Config]:
+    return f"duckdb:///{folder / 'logs.duckdb'}", Config(storage=Location.parse(str(folder / "storage")))
 
 
 @pytest.fixture
-def behind(tmp_path: Path, spark: SparkSession) -> Iterator[tuple[SyncLog, list[str]]]:
+def behind(tmp_path: Path, spark: SparkSession) -> Iterator[tuple[BackgroundLog, list[str]]]:
     warnings: list[str] = []
-    log = opened(tmp_path, spark, background=True, progress=warnings.append)
+    log = BackgroundLog.open(*where(tmp_path), spark, progress=warnings.append)
     yield log, warnings
     log.close()
 
 
 def test_a_batch_is_durable_when_write_returns_and_loads_as_in_place(
-    behind: tuple[SyncLog, list[str]], tmp_path: Path, spark: SparkSession
+    behind: tuple[BackgroundLog, list[str]], tmp_path: Path, spark: SparkSession
 ) -> None:
     log, _ = behind
     queued = [log.write(RUN, batch(n)) for n in range(3)]
@@ -56,29 +55,30 @@ def test_a_batch_is_durable_when_write_returns_and_loads_as_in_place(
     result = ended.wait()
     assert result.statuses == {"succeeded": 22, "rejected": 5, "invalid_null": 1, "invalid_duplicate": 2}
     assert [r.wait().records for r in queued] == [10, 10, 10]
-    assert log.store.state(RUN) is None  # loaded and forgotten: nothing queued, nothing kept
-    behind_rows = log.target.query(LOGGED).to_pylist()
+    assert log.log.store.state(RUN) is None  # loaded and forgotten: nothing queued, nothing kept
+    behind_rows = log.log.target.query(LOGGED).to_pylist()
 
-    with opened(tmp_path / "in-place", spark) as in_place:
+    with SyncLog.open(*where(tmp_path / "in-place"), spark) as in_place:
         for n in range(3):
             in_place.write(RUN, make_records(spark, [r for r in ROWS if r[5] == n]))
         in_place.finish(RUN)
         assert in_place.target.query(LOGGED).to_pylist() == behind_rows
 
 
-def test_the_queue_file_holds_the_batch_as_given(behind: tuple[SyncLog, list[str]]) -> None:
+def test_the_queue_file_holds_the_batch_as_given(behind: tuple[BackgroundLog, list[str]]) -> None:
     """What `write` keeps before it returns is the engine's batch itself (checked for its columns only)."""
     log, _ = behind
     log.wait()  # the log's own start (Spark, the target) is behind it
-    with log.store._lock:  # the load cannot dequeue it while it is read
+    store = log.log.store
+    with store._lock:  # the load cannot dequeue it while it is read
         log.write(RUN, batch(1))
-        (item,) = log.store.queued_of(RUN)
-        kept = log.store.read_queued(item).to_pylist()
+        (item,) = store.queued_of(RUN)
+        kept = store.read_queued(item).to_pylist()
     assert item.batches == (1,)
     assert [r["record_identifier"] for r in kept] == [r["record_identifier"] for r in batch(1)]
 
 
-def test_a_refused_batch_names_itself_and_keeps_its_records(behind: tuple[SyncLog, list[str]]) -> None:
+def test_a_refused_batch_names_itself_and_keeps_its_records(behind: tuple[BackgroundLog, list[str]]) -> None:
     log, warnings = behind
     rows = [r if i != 12 else (*r[:2], "teleported", *r[3:]) for i, r in enumerate(ROWS)]  # batch 1
     results = [log.write(RUN, batch(n, rows)) for n in range(3)]
@@ -91,7 +91,7 @@ def test_a_refused_batch_names_itself_and_keeps_its_records(behind: tuple[SyncLo
     )
     assert ended.refused == (message,) and f"warning: {message}" in warnings
     assert [r.wait().records for r in (results[0], results[2])] == [10, 10]
-    logged = log.target.fetch("SELECT batch_number, count(*) FROM census.sync_log GROUP BY 1 ORDER BY 1")
+    logged = log.log.target.fetch("SELECT batch_number, count(*) FROM census.sync_log GROUP BY 1 ORDER BY 1")
     assert logged == [(0, 10), (2, 10)]  # nothing of batch 1 reached the log
     kept = message.rsplit("its records are in ", 1)[1]
     with ipc.open_file(kept) as refused_file:
@@ -99,7 +99,7 @@ def test_a_refused_batch_names_itself_and_keeps_its_records(behind: tuple[SyncLo
 
 
 def test_a_load_failure_is_raised_by_the_next_call_and_the_batch_stays_queued(
-    behind: tuple[SyncLog, list[str]], monkeypatch: pytest.MonkeyPatch
+    behind: tuple[BackgroundLog, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log, _ = behind
     log.wait()
@@ -107,41 +107,43 @@ def test_a_load_failure_is_raised_by_the_next_call_and_the_batch_stays_queued(
     def broken(*_: Any) -> None:
         raise RuntimeError("a bug in a load")
 
-    monkeypatch.setattr(log, "_write_frame", broken)
+    monkeypatch.setattr(log.log, "_write_frame", broken)
     first = log.write(RUN, batch(0))
     with pytest.raises(RuntimeError, match="a bug in a load"):
         first.wait()
     with pytest.raises(RuntimeError, match="a bug in a load"):
-        log.write(RUN, batch(1))  # raised once, by the next call; nothing more queued
-    assert [q.batches for q in log.store.queued_of(RUN)] == [(0,)]
+        log.write(RUN, batch(1))  # queued first, then told what went wrong before
+    with pytest.raises(RuntimeError, match="a bug in a load"):
+        log.wait()  # batch 1's load failed too; each failure is told once
+    assert log.wait()
+    assert [q.batches for q in log.log.store.queued_of(RUN)] == [(0,), (1,)]  # nothing lost
     monkeypatch.undo()
     log.finish(RUN).wait()  # finish loads what is still queued first
-    assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(10,)]
+    assert log.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
 
 
 def test_a_spark_batch_is_written_in_place_after_what_was_queued(
-    behind: tuple[SyncLog, list[str]], spark: SparkSession
+    behind: tuple[BackgroundLog, list[str]], spark: SparkSession
 ) -> None:
     log, _ = behind
     log.write(RUN, batch(0))
     in_place = log.write(RUN, make_records(spark, [r for r in ROWS if r[5] == 1]))
     assert not in_place.queued and in_place.records == 10
-    assert log.store.queued_of(RUN) == ()  # batch 0 loaded before it
-    assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
+    assert log.log.store.queued_of(RUN) == ()  # batch 0 loaded before it
+    assert log.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
 
 
 WRITER = """
 import os, sys
+from synclog import BackgroundLog
 from synclog.config import Config
 from synclog.storage.location import Location
-from synclog.storage.runstore import RunStore
-from synclog.writer import SyncLog
 from synclog_testing.factories import RECORD_COLUMNS, make_run, record_rows
 
 run = make_run()
 rows = [dict(zip(RECORD_COLUMNS, r)) for r in record_rows(run, count=30, batches=3)]
 config = Config(storage=Location.parse(sys.argv[2]))
-log = SyncLog.open(sys.argv[1], config, background=True)
+log = BackgroundLog.open(sys.argv[1], config)
 for number in range(3):
     log.write(run, [r for r in rows if r["batch_number"] == number])
 log.finish(run)
@@ -161,12 +163,15 @@ def test_what_a_gone_process_left_queued_is_loaded_once(
         (q.batches, q.finished is not None) for q in RunStore(Location.parse(str(storage))).queued_of(RUN)
     ]
     assert left == [((0,), False), ((1,), False), ((2,), False), ((), True)]
-    with opened(tmp_path, spark, background=recovery == "next writer") as log:
-        if recovery == "flush":
+    if recovery == "flush":
+        with SyncLog.open(*where(tmp_path), spark) as log:
             assert log.flush() == []
-        else:
-            assert log.wait()  # its start took them over
-        assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
+            assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
+    else:
+        with BackgroundLog.open(*where(tmp_path), spark) as behind:
+            assert behind.wait()  # its start took them over
+            assert behind.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
+    with SyncLog.open(*where(tmp_path), spark) as log:
         assert log.flush() == []  # nothing twice
         assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     assert sorted(p for p in storage.rglob("*") if p.is_file()) == []

@@ -1,0 +1,61 @@
+"""Loading what a `BackgroundLog` queued in the run store: its own loads, and those a gone process left.
+
+A queued write is loaded as a write in place (`SyncLog._write_frame`) and then forgotten; values
+that break a rule move it to `refused/` instead (`RunStore.refuse`), where its records stay, and
+raise the InputError saying which batches, why and where. A queued end of a run is finished in
+place (`SyncLog._finish`) and then forgotten; an outage then keeps the run for `flush`, as for
+any run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+from synclog.batches import as_frame
+from synclog.errors import InputError
+from synclog.results import RunResult, WriteResult
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from synclog.model import Run
+    from synclog.storage.runstore import Queued
+    from synclog.writer import SyncLog
+
+
+def load_queued(log: SyncLog, run: Run, item: Queued, records: pa.Table) -> WriteResult:
+    """Load one queued write of `run` (`records`, its batches) in place; forget it once loaded."""
+    started = time.perf_counter()
+    frame, schema = as_frame(records, lambda: log.spark)
+    try:
+        result = log._write_frame(run, frame, schema, started)
+    except InputError as exc:
+        where = log.store.refuse(run, item)
+        numbers = ", ".join(str(n) for n in item.batches) or "none"
+        line = f"batch {numbers} of run {run.sync_run_id} refused: {exc}; its records are in {where}"
+        log.progress(f"warning: {line}")
+        log.notices.refused(run, line, records.num_rows)
+        raise InputError(line) from None
+    log.store.dequeue(run, item)
+    return result
+
+
+def finish_queued(log: SyncLog, run: Run, item: Queued) -> RunResult:
+    """Finish `run`, whose end was queued, in place; forget the queued end once done."""
+    result = log._finish(run, {})
+    log.store.dequeue(run, item)  # kept for `flush` after an outage, the run remembers its end
+    return result
+
+
+def adopt(log: SyncLog, run: Run) -> None:
+    """Load, in order and in place, what processes that are gone left queued for `run`."""
+    for item in log.store.queued_of(run):
+        if not item.orphaned:
+            continue
+        if item.finished is not None:
+            finish_queued(log, item.finished, item)
+            continue
+        with contextlib.suppress(InputError):  # refused: warned, noticed, kept in refused/
+            load_queued(log, run, item, log.store.read_queued(item))
