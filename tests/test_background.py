@@ -175,3 +175,24 @@ def test_what_a_gone_process_left_queued_is_loaded_once(
         assert log.flush() == []  # nothing twice
         assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     assert sorted(p for p in storage.rglob("*") if p.is_file()) == []
+
+
+def test_close_waits_for_the_loads_and_lets_go_of_the_target(tmp_path: Path, spark: SparkSession) -> None:
+    """Once `close` returns, the loads have ended and another process can open the DuckDB file."""
+    log = BackgroundLog.open(*where(tmp_path), spark)
+    log.write(RUN, batch(0))
+    ended = log.finish(RUN)
+    log.close()
+    assert ended.load is not None and ended.load.done()
+    opens = (
+        "import duckdb, sys; "
+        "print(duckdb.connect(sys.argv[1]).execute('SELECT count(*) FROM census.sync_log').fetchone()[0])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", opens, str(tmp_path / "logs.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["10"]

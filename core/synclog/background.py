@@ -198,7 +198,9 @@ class BackgroundLog:
         done = self._drained(timeout)
         self._stop()
         atexit.unregister(self._at_exit)
-        if not done:
+        if done:
+            self._thread.join()  # it closes the SyncLog (the target's connection) as it ends
+        else:
             self._warn(
                 f"warning: loads still running after {timeout:.0f} s; what is left stays queued "
                 f"for the next writer or `synclog flush`"
