@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from pyspark.sql import SparkSession
 
-from synclog import Config, SyncLog, stable_id
+from synclog import BackgroundLog, Config, SyncLog, stable_id
 from synclog_example_engine import ContactsAPI, already_in_destination, changes, contacts_run, sync
 from synclog_example_engine.__main__ import main
 
@@ -43,10 +43,14 @@ def test_every_answer_is_logged_once_and_a_replayed_batch_adds_nothing(
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(lineage_config))
     notices = {"openlineage": {"namespace": "engine"}}
     config = Config.from_dict({"storage": str(tmp_path / "storage"), "notices": notices})
-    with ContactsAPI(already_in_destination(source)) as api, SyncLog.open(url, config, spark) as log:
+    with ContactsAPI(already_in_destination(source)) as api, BackgroundLog.open(url, config, spark) as log:
         report = sync(source, api.url, log, contacts_run(api_url=api.url), batch_size=40)
     run_id = report.run.sync_run_id
     assert report.run.status == "succeeded" and len(report.batches) == 5
+    assert report.logged is not None and report.logged.queued  # finish returned before its loads
+    result = report.logged.wait()  # they ended as the log closed
+    answered = Counter("succeeded" if error is None else "rejected" for error in api.answers.values())
+    assert result.statuses == answered and not result.pending and result.refused == ()
 
     # OpenLineage: the API's contacts are the output the engine named; the source, which names no
     # dataset, is named by synclog's ids; the log's tables by DuckDB's file.

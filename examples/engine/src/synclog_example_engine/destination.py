@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -25,16 +26,20 @@ class ContactsAPI:
     Both answer `{"results": [{"email": ..., "error": null | "CODE: message"}, ...]}` in the
     order asked. `answers` keeps every answer given, by email, for checking what was logged.
     `failing_from`, when set, makes that request and every later one fail with HTTP 503.
+    `answer_seconds` makes each answer take at least that long, as a remote API's does.
 
     >>> with ContactsAPI(existing={"a@example.com"}) as api:
     ...     api.url  # http://127.0.0.1:PORT
     """
 
-    def __init__(self, existing: Iterable[str] = (), failing_from: int | None = None) -> None:
+    def __init__(
+        self, existing: Iterable[str] = (), failing_from: int | None = None, answer_seconds: float = 0.0
+    ) -> None:
         self.contacts: dict[str, dict[str, Any]] = {email: {"email": email} for email in existing}
         self.answers: dict[str, str | None] = {}
         self.requests = 0
         self.failing_from = failing_from
+        self.answer_seconds = answer_seconds
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -88,9 +93,11 @@ class ContactsAPI:
 def _handler(api: ContactsAPI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
+            asked = time.monotonic()
             length = int(self.headers.get("Content-Length", 0))
             status, answer = api.answer(self.path, json.loads(self.rfile.read(length)))
             payload = json.dumps(answer).encode()
+            time.sleep(max(0.0, asked + api.answer_seconds - time.monotonic()))
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

@@ -2,6 +2,8 @@
 
 It uses synclog's public API only: a `Run` built in code (`stable_id` for its string names),
 `log.write(run, batch)` with a list of dicts as each batch is answered, `log.finish(run)` at the end.
+The log is a `BackgroundLog` (`__main__`): both calls return once their work is durable, so the
+engine sends its next batch while the last one is loaded.
 """
 
 from __future__ import annotations
@@ -10,10 +12,9 @@ import json
 import urllib.error
 import urllib.request
 import uuid
-from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from synclog import (
@@ -21,12 +22,15 @@ from synclog import (
     Connection,
     DestinationObject,
     Run,
+    RunResult,
     RunStatus,
     SourceObject,
-    SyncLog,
     stable_id,
 )
 from synclog_example_engine.source import Changes
+
+if TYPE_CHECKING:
+    from synclog import BackgroundLog, SyncLog
 
 SYNC_NAME = "users_to_contacts"
 TIMEOUT_SECONDS = 10
@@ -38,11 +42,13 @@ class DestinationError(Exception):
 
 @dataclass(frozen=True)
 class SyncReport:
-    """What a run did: the run as finished, each logged batch (as written) and records per status."""
+    """What a run did: the run as finished, each logged batch (as written), and what `finish`
+    returned (`RunResult.wait` gives the run's records by status once its loads ended; None
+    when the run was not logged)."""
 
     run: Run
     batches: list[list[dict[str, Any]]]
-    statuses: Counter[str]
+    logged: RunResult | None
 
 
 def contacts_run(run_uuid: str | None = None, api_url: str | None = None) -> Run:
@@ -73,7 +79,9 @@ def contacts_run(run_uuid: str | None = None, api_url: str | None = None) -> Run
     )
 
 
-def sync(source: Changes, api_url: str, log: SyncLog, run: Run, batch_size: int = 40) -> SyncReport:
+def sync(
+    source: Changes, api_url: str, log: BackgroundLog | SyncLog | None, run: Run, batch_size: int = 40
+) -> SyncReport:
     """Upsert then delete in batches of `batch_size`; log every batch, then finish the run.
 
     Records the API refused are `rejected` with its message. When a batch gets no answer, the
@@ -84,7 +92,6 @@ def sync(source: Changes, api_url: str, log: SyncLog, run: Run, batch_size: int 
     requests += [("delete", [{"email": e} for e in chunk]) for chunk in _chunks(source.deletes, batch_size)]
     error: str | None = None
     batches: list[list[dict[str, Any]]] = []
-    statuses: Counter[str] = Counter()
     for number, (operation, records) in enumerate(requests):
         started = datetime.now(UTC)
         try:
@@ -93,7 +100,8 @@ def sync(source: Changes, api_url: str, log: SyncLog, run: Run, batch_size: int 
             error = str(exc)
             break
         batches.append(_logged(number, operation, records, answers, error, started, datetime.now(UTC)))
-        statuses.update(log.write(run, batches[-1]).statuses)
+        if log is not None:
+            log.write(run, batches[-1])
     if error is not None:
         stopped = datetime.now(UTC)
         unsent = [
@@ -101,12 +109,12 @@ def sync(source: Changes, api_url: str, log: SyncLog, run: Run, batch_size: int 
             for number, (operation, records) in enumerate(requests)
             if number >= len(batches)
         ]
-        statuses.update(log.write(run, [record for batch in unsent for record in batch]).statuses)
+        if log is not None:
+            log.write(run, [record for batch in unsent for record in batch])
         batches += unsent
     status = RunStatus.SUCCEEDED if error is None else RunStatus.FAILED
     finished = replace(run, status=status, finished_at=datetime.now(UTC), error=error)
-    log.finish(finished)
-    return SyncReport(finished, batches, statuses)
+    return SyncReport(finished, batches, log.finish(finished) if log is not None else None)
 
 
 def _chunks(items: list[Any], size: int) -> list[list[Any]]:
