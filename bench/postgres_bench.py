@@ -13,13 +13,13 @@ the absolute numbers do not:
 - Spark JDBC: `DataFrame.write.jdbc` (pgjdbc defaults) into the same DDL;
 - dlt: `pipeline.run` of the rows as an Arrow table, into dlt's own table.
 
-Then `write_bench.py`'s sections: the same table for DuckDB and the lake, batch latency, and
-driver memory. Last, retention: `SyncLog.cleanup` (what `synclog cleanup` runs) on 10M rows
-generated server-side, against a plain `DELETE … WHERE batch_started_at < …` of the same rows
-(and the VACUUM it needs) on an unpartitioned copy, with PostgreSQL's default durability settings.
+Then `write_bench.py`'s sections: the same table for DuckDB and the lake, and driver memory.
+Last, retention: `SyncLog.cleanup` (what `synclog cleanup` runs) on 10M rows generated
+server-side, against a plain `DELETE … WHERE batch_started_at < …` of the same rows (and the
+VACUUM it needs) on an unpartitioned copy, with PostgreSQL's default durability settings.
 
 Run with `make bench`; SYNCLOG_BENCH_ROWS / SYNCLOG_BENCH_CLEANUP_ROWS / SYNCLOG_BENCH_ROUNDS /
-SYNCLOG_BENCH_LATENCY_BATCHES / SYNCLOG_BENCH_MEMORY_ROWS shrink it for a try.
+SYNCLOG_BENCH_MEMORY_ROWS shrink it for a try.
 Prints a table and writes bench/RESULTS.md.
 """
 
@@ -460,7 +460,7 @@ def main() -> int:
             methods = load_methods(spark, pg, folder, records_dir, sync_log_dir)
             loads = rounds(methods, lambda: settle(pg))
             copy = next(s for s in loads if s.method == "plain psycopg COPY")
-            others = write_bench.sections(spark, pg, folder, records_dir, sync_log_dir, copy)
+            others = write_bench.sections(spark, folder, records_dir, sync_log_dir, copy)
             print(f"retention on {CLEANUP_ROWS:,} rows", flush=True)
             cleanups, estimate = cleanup_benchmark(spark, pg, folder)
     finally:

@@ -2,15 +2,17 @@
 
 Each run is a new Python process, as a scheduled engine's is: it imports synclog, opens a DuckDB
 target, writes the run's records in batches (lists of dicts, what a Python engine holds) and
-finishes the run. Two modes:
+finishes the run, one call after the other (no engine work between them). Modes:
 
 - cold: no Spark running; the process starts its own JVM;
-- warm: a server from `synclog spark start` runs (started once, before the runs, not timed), and
-  the process connects to it.
+- warm: a server from `synclog spark start` runs (started once, before the runs, warmed up as
+  `start` does, not timed), and the process joins its shared session;
+- warm, BackgroundLog: the same server, the run logged through a `BackgroundLog` (its writes
+  return once durable; closing it waits for the loads, which are counted).
 
 Reported per mode, as the median over the runs: the first write (in cold mode it includes the
-JVM's start), `finish`, and the seconds synclog took in all (import, open, every write, finish).
-Writes the section "Small runs" of bench/RESULTS.md (replacing an earlier one).
+JVM's start), `finish`, and the seconds synclog took in all (import, open, every write, finish,
+close). Writes the section "Small runs" of bench/RESULTS.md (replacing an earlier one).
 
     python bench/small_runs.py [--records 5000] [--batches 5] [--runs 3] [--out bench/RESULTS.md]
 """
@@ -35,10 +37,10 @@ GOAL_S = 2.0
 """Warm: synclog's seconds per run at most this."""
 
 
-def one_run(folder: Path, records: int, batches: int, number: int) -> dict[str, float]:
+def one_run(folder: Path, records: int, batches: int, number: int, background: bool) -> dict[str, float]:
     """One engine run in this process; its timings (seconds)."""
     started = time.perf_counter()
-    from synclog import SyncLog, stable_id
+    from synclog import BackgroundLog, SyncLog, stable_id
     from synclog.config import Config
     from synclog.storage.location import Location
     from synclog_testing.factories import make_run
@@ -47,7 +49,8 @@ def one_run(folder: Path, records: int, batches: int, number: int) -> dict[str, 
     config = Config(storage=Location.parse(str(folder / "storage")))
     per_batch = records // batches
     timings: dict[str, float] = {}
-    with SyncLog.open(f"duckdb:///{folder / 'logs.duckdb'}", config) as log:
+    target = f"duckdb:///{folder / 'logs.duckdb'}"
+    with BackgroundLog.open(target, config) if background else SyncLog.open(target, config) as log:
         for batch in range(batches):
             now = datetime.now(UTC)
             rows = [
@@ -92,6 +95,7 @@ def measure(
                 str(args.batches),
                 "--number",
                 str(number),
+                *(["--background"] if "BackgroundLog" in mode else []),
             ],
             env=env,
             capture_output=True,
@@ -122,7 +126,8 @@ def section(results: dict[str, list[dict[str, float]]], records: int, batches: i
             f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by bench/small_runs.py; load average "
             f"{os.getloadavg()[0]:.1f}. A {records:,}-record run in {batches} batches plus `finish`, "
             "each run a new process writing lists of dicts into DuckDB; cold: the process starts "
-            "its own JVM; warm: `synclog spark start` runs. Medians over "
+            "its own JVM; warm: `synclog spark start` runs (warmed up as it starts); BackgroundLog: "
+            "the run through a `BackgroundLog`, closing it (its loads) included. Medians over "
             f"{len(results['warm'])} runs per mode.",
             "",
             "| mode | records | first write s | finish s | synclog seconds per run |",
@@ -135,15 +140,6 @@ def section(results: dict[str, list[dict[str, float]]], records: int, batches: i
     )
 
 
-def replace_section(text: str, new: str) -> str:
-    """`text` with its "Small runs" section replaced by `new` (appended when there is none)."""
-    start = text.find(TITLE + "\n")
-    if start < 0:
-        return text.rstrip("\n") + "\n\n" + new
-    end = text.find("\n## ", start + len(TITLE))
-    return text[:start] + new + (text[end + 1 :] if end >= 0 else "")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5000)
@@ -154,10 +150,13 @@ def main() -> int:
     )
     parser.add_argument("--one-run", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--number", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one_run:
-        print(json.dumps(one_run(args.one_run, args.records, args.batches, args.number)))
+        print(json.dumps(one_run(args.one_run, args.records, args.batches, args.number, args.background)))
         return 0
+
+    from engine_bench import replace_section, start_warm
 
     from synclog import spark_server
 
@@ -166,16 +165,17 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
         env[spark_server.DIR_ENV] = os.environ[spark_server.DIR_ENV] = str(folder / "spark")
         results = {"cold": measure("cold", env, args, folder, 1)}
-        server, _ = spark_server.start()
+        start_warm(env)
         try:
-            print(f"warm: {server.remote}", flush=True)
             results["warm"] = measure("warm", env, args, folder, args.runs + 1)
+            background = "warm, BackgroundLog"
+            results[background] = measure(background, env, args, folder, 2 * args.runs + 1)
         finally:
             spark_server.stop()
     text = section(results, args.records, args.batches)
     print(text)
     before = args.out.read_text(encoding="utf-8") if args.out.exists() else "# Benchmark results\n"
-    args.out.write_text(replace_section(before, text), encoding="utf-8")
+    args.out.write_text(replace_section(before, TITLE, text), encoding="utf-8")
     return 0
 
 

@@ -1,11 +1,9 @@
-"""Benchmark sections run by `postgres_bench.py`: write_run on DuckDB and the lake, batch latency,
-driver memory.
+"""Benchmark sections run by `postgres_bench.py`: write_run on DuckDB and the lake, driver memory
+(batch latency is `engine_bench.py`'s, through the warm server an engine uses).
 
 - DuckDB: `SyncLog.write_run` from record results against DuckDB inserting the same census rows
   from their Parquet files itself (`INSERT … SELECT … FROM read_parquet`), same DDL;
 - the lake: `SyncLog.write_run` against a plain `df.write.parquet` of the same lake-layout rows;
-- batch latency: 10,000-record batches handed to `SyncLog.write` one after another in one warm
-  session, each timed until a query of the census `sync_log` view finds it (DuckDB, PostgreSQL);
 - driver memory: `write_run` of ROWS and of SYNCLOG_BENCH_MEMORY_ROWS (default 10 times ROWS) into
   DuckDB, the Python driver's RSS sampled apart from the JVM's (which in local mode also runs
   the executors) and the Python workers'.
@@ -17,29 +15,25 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import psycopg
 import pyarrow as pa
 from bench_kit import (
     ROWS,
     Method,
-    PostgresServer,
     Summary,
     goal_line,
     method_table,
-    open_target,
     pass_lines,
     records_frame,
     rounds,
     table_lines,
 )
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from synclog.canonical import canonical_frame
 from synclog.config import Config
@@ -59,10 +53,6 @@ from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_testing.factories import make_run
 
-LATENCY_BATCHES = int(os.environ.get("SYNCLOG_BENCH_LATENCY_BATCHES", "50"))
-LATENCY_ROWS = 10_000
-LATENCY_P50, LATENCY_P95 = 0.4, 0.8
-"""The batch-latency goal, seconds until a batch is queryable."""
 MEMORY_ROWS = int(os.environ.get("SYNCLOG_BENCH_MEMORY_ROWS", str(10 * ROWS)))
 
 
@@ -227,76 +217,6 @@ def floor_section(found: list[Summary], baselines: list[Summary]) -> list[str]:
     ]
 
 
-# -- batch latency ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Latency:
-    """Seconds from handing each batch to `write` until a query of the census layout finds it."""
-
-    target: str
-    seconds: list[float]
-
-    def quantile(self, q: float) -> float:
-        ordered = sorted(self.seconds)
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def batch_latency(
-    spark: SparkSession, folder: Path, name: str, target: Target, visible: Callable[[int], int]
-) -> Latency:
-    """LATENCY_BATCHES batches of LATENCY_ROWS records of one run, written one by one."""
-    source = folder / "latency_records"
-    if not source.exists():
-        records_frame(spark, LATENCY_ROWS * LATENCY_BATCHES, LATENCY_ROWS).write.parquet(str(source))
-    records = spark.read.parquet(str(source))
-    batches = [records.where(F.col("batch_number") == n) for n in range(LATENCY_BATCHES)]
-    run = make_run(sync_run_id=9001)
-    shutil.rmtree(folder / "storage", ignore_errors=True)
-    seconds: list[float] = []
-    with SyncLog(target, config(folder), spark) as log:
-        log.write(run, batches[0].limit(100))  # warm: tables, Python workers, connections
-        for number, batch in enumerate(batches):
-            started = time.perf_counter()
-            log.write(run, batch)
-            found = visible(number)
-            seconds.append(time.perf_counter() - started)
-            assert found == LATENCY_ROWS, f"{name}: batch {number} shows {found} rows"
-        log.finish(run)
-    latency = Latency(name, seconds)
-    print(f"  {name}: p50 {latency.quantile(0.5):.2f}s, p95 {latency.quantile(0.95):.2f}s", flush=True)
-    return latency
-
-
-def latencies(spark: SparkSession, pg: PostgresServer, folder: Path) -> list[Latency]:
-    """Batch latency on DuckDB and on PostgreSQL."""
-    where = "sync_run_id = 9001 AND batch_number = %s"
-    path = folder / "latency.duckdb"
-    path.unlink(missing_ok=True)
-    duck = duckdb_target(path)
-
-    def in_duckdb(number: int) -> int:
-        return int(
-            duck.fetch(f"SELECT count(*) FROM census.sync_log WHERE {where.replace('%s', '?')}", [number])[0][
-                0
-            ]
-        )
-
-    with psycopg.connect(pg.dsn, autocommit=True) as conn:
-        conn.execute("DROP SCHEMA IF EXISTS bench_latency CASCADE")
-
-        def in_postgres(number: int) -> int:
-            found = conn.execute(
-                f"SELECT count(*) FROM bench_latency.sync_log WHERE {where}", [number]
-            ).fetchone()
-            return int(found[0]) if found else 0
-
-        return [
-            batch_latency(spark, folder, "DuckDB", duck, in_duckdb),
-            batch_latency(spark, folder, "PostgreSQL", open_target(pg, "bench_latency"), in_postgres),
-        ]
-
-
 # -- driver memory ------------------------------------------------------------------------------
 
 
@@ -418,29 +338,6 @@ def target_section(title: str, baseline: str, summaries: list[Summary], goal: fl
     ]
 
 
-def latency_section(found: list[Latency]) -> list[str]:
-    rows = [
-        [
-            f.target,
-            str(len(f.seconds)),
-            f"{f.quantile(0.5):.2f}",
-            f"{f.quantile(0.95):.2f}",
-            f"{max(f.seconds):.2f}",
-            "met" if f.quantile(0.5) < LATENCY_P50 and f.quantile(0.95) < LATENCY_P95 else "missed",
-        ]
-        for f in found
-    ]
-    return [
-        f"## Batch latency: {LATENCY_ROWS:,}-record batches, one warm session",
-        "",
-        "Each batch is handed to `SyncLog.write` and timed until a query of `census.sync_log` finds "
-        f"all its rows. Goal: p50 < {LATENCY_P50} s and p95 < {LATENCY_P95} s.",
-        "",
-        *table_lines(["target", "batches", "p50 s", "p95 s", "max s", "goal"], rows),
-        "",
-    ]
-
-
 def memory_section(found: list[Memory]) -> list[str]:
     small, large = found
     rows = [[f"{m.rows:,}", f"{m.seconds:.1f}", mib(m.driver), mib(m.jvm), mib(m.workers)] for m in found]
@@ -464,7 +361,6 @@ def memory_section(found: list[Memory]) -> list[str]:
 
 def sections(
     spark: SparkSession,
-    pg: PostgresServer,
     folder: Path,
     records_dir: Path,
     sync_log_dir: Path,
@@ -478,8 +374,6 @@ def sections(
     lake = rounds(lake_methods(spark, folder, records_dir), os.sync)
     print("the floor", flush=True)
     floor = rounds(floor_methods(spark, folder, records_dir), os.sync)
-    print("batch latency", flush=True)
-    latency = latencies(spark, pg, folder)
     print("driver memory", flush=True)
     memory = driver_memory(spark, folder)
     duckdb_title = f"{ROWS:,} census sync_log rows into DuckDB"
@@ -487,6 +381,5 @@ def sections(
         *target_section(duckdb_title, "DuckDB INSERT from Parquet", duck, 0.5),
         *target_section(f"{ROWS:,} records into the lake", "plain df.write.parquet", lake, 0.5),
         *floor_section(floor, [postgres_copy, duck[0], lake[0]]),
-        *latency_section(latency),
         *memory_section(memory),
     ]

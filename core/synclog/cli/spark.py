@@ -1,11 +1,18 @@
-"""`synclog spark start|stop|status`: the warm Spark Connect server for sync engines."""
+"""`synclog spark start|stop|status`: the warm Spark Connect server for sync engines.
+
+`start` returns once the server it started is warm: one small write has gone through its shared
+session (`synclog.warm_up`), so that the first sync after it costs what later ones do.
+"""
 
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from synclog import spark_server
+from synclog.spark import spark_session
+from synclog.warm_up import warm_up
 
 _NONE = "no Spark Connect server from `synclog spark start` is running"
 
@@ -29,8 +36,13 @@ def run_spark(args: argparse.Namespace) -> int:
     """Run one action and print one line about the server."""
     if args.action == "start":
         server, started = spark_server.start(args.master, args.port, args.driver_memory)
+        warmed = ""
+        if started:  # its shared session's first write: here, not in the first sync's process
+            began = time.perf_counter()
+            warm_up(spark_session())
+            warmed = f", warmed up in {time.perf_counter() - began:.0f} s"
         verb = "started" if started else "already running:"
-        print(f"{verb} Spark Connect server at {server.remote} (pid {server.pid}, log {server.log})")
+        print(f"{verb} Spark Connect server at {server.remote} (pid {server.pid}, log {server.log}{warmed})")
     elif args.action == "stop":
         stopped = spark_server.stop()
         print(f"stopped Spark Connect server at {stopped.remote} (pid {stopped.pid})" if stopped else _NONE)
