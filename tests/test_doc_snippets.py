@@ -125,7 +125,8 @@ def test_the_engine_page_snippets_log_what_they_say(engine_inputs: dict[str, Any
     namespace = run_all("docs/engines/index.md", {"__name__": "engines", **engine_inputs})
     assert namespace["rejected"].num_rows > 0
     assert namespace["history"].column("sync_run_id").to_pylist() == [engine_inputs["run"].sync_run_id]
-    assert namespace["first"].statuses == {"succeeded": 1, "rejected": 1}
+    assert namespace["first"].wait().statuses == {"succeeded": 1, "rejected": 1}
+    assert namespace["result"].statuses == {"succeeded": 1}  # the recommended set-up's run
 
 
 def test_the_plugin_guide_snippets_run() -> None:
