@@ -189,26 +189,30 @@ def overhead_section(found: dict[str, list[dict[str, float]]], args: argparse.Na
 # -- batch latency ------------------------------------------------------------------------------
 
 
+def answered(number: int, rows: int) -> list[dict[str, Any]]:
+    """`rows` record results of batch `number` as the destination answered them (one in 20
+    rejected), a dict per record, as a Python engine holds them."""
+    now = datetime.now(UTC)
+    return [
+        {
+            "record_identifier": f"user-{number}-{i}@example.com",
+            "operation": "upsert",
+            "status": "rejected" if i % 20 == 0 else "succeeded",
+            "status_message": "INVALID_EMAIL: not an address" if i % 20 == 0 else None,
+            "record_payload": json.dumps({"email": f"user-{number}-{i}@example.com", "plan": "pro"}),
+            "batch_number": number,
+            "batch_started_at": now,
+            "batch_completed_at": now,
+        }
+        for i in range(rows)
+    ]
+
+
 def records_table(number: int, rows: int) -> Any:
-    """`rows` record results of batch `number`, as an engine holds them (an Arrow table)."""
+    """`answered` as an Arrow table (what an engine that holds Arrow hands over)."""
     import pyarrow as pa
 
-    now = datetime.now(UTC)
-    return pa.Table.from_pylist(
-        [
-            {
-                "record_identifier": f"user-{number}-{i}@example.com",
-                "operation": "upsert",
-                "status": "rejected" if i % 20 == 0 else "succeeded",
-                "status_message": "INVALID_EMAIL: not an address" if i % 20 == 0 else None,
-                "record_payload": json.dumps({"email": f"user-{number}-{i}@example.com", "plan": "pro"}),
-                "batch_number": number,
-                "batch_started_at": now,
-                "batch_completed_at": now,
-            }
-            for i in range(rows)
-        ]
-    )
+    return pa.Table.from_pylist(answered(number, rows))
 
 
 def latencies(

@@ -30,6 +30,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engine_bench import answered, replace_section, start_warm
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "RESULTS.md"
 TITLE = "## Small runs"
@@ -52,20 +54,7 @@ def one_run(folder: Path, records: int, batches: int, number: int, background: b
     target = f"duckdb:///{folder / 'logs.duckdb'}"
     with BackgroundLog.open(target, config) if background else SyncLog.open(target, config) as log:
         for batch in range(batches):
-            now = datetime.now(UTC)
-            rows = [
-                {
-                    "record_identifier": f"user-{batch}-{i}@example.com",
-                    "operation": "upsert",
-                    "status": "rejected" if i % 20 == 0 else "succeeded",
-                    "status_message": "INVALID_EMAIL" if i % 20 == 0 else None,
-                    "record_payload": json.dumps({"email": f"user-{batch}-{i}@example.com", "plan": "pro"}),
-                    "batch_number": batch,
-                    "batch_started_at": now,
-                    "batch_completed_at": now,
-                }
-                for i in range(per_batch)
-            ]
+            rows = answered(batch, per_batch)
             began = time.perf_counter()
             log.write(run, rows)
             if batch == 0:
@@ -155,8 +144,6 @@ def main() -> int:
     if args.one_run:
         print(json.dumps(one_run(args.one_run, args.records, args.batches, args.number, args.background)))
         return 0
-
-    from engine_bench import replace_section, start_warm
 
     from synclog import spark_server
 
