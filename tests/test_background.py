@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,7 @@ import pyarrow.ipc as ipc
 import pytest
 from pyspark.sql import SparkSession
 
-from synclog import BackgroundLog, InputError, RunStatus
+from synclog import BackgroundLog, InputError, RunStatus, SynclogError
 from synclog.config import Config
 from synclog.storage.location import Location
 from synclog.storage.runstore import RunStore
@@ -196,3 +197,27 @@ def test_close_waits_for_the_loads_and_lets_go_of_the_target(tmp_path: Path, spa
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["10"]
+
+
+def test_closing_out_of_time_leaves_the_rest_queued(
+    behind: tuple[BackgroundLog, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, warnings = behind
+    log.wait()
+    gate = threading.Event()
+    original = log.log._write_frame
+
+    def held(*args: Any) -> Any:
+        gate.wait()
+        return original(*args)
+
+    monkeypatch.setattr(log.log, "_write_frame", held)
+    first, second = log.write(RUN, batch(0)), log.write(RUN, batch(1))
+    log.close(timeout=0.2)  # batch 0's load is under way, batch 1's not begun
+    assert any("still running after 0 s" in w for w in warnings)
+    with pytest.raises(SynclogError, match="the log closed before this load; it stays queued"):
+        second.wait()
+    gate.set()
+    assert first.wait().records == 10  # the load under way ends
+    left = RunStore(Location.parse(str(tmp_path / "storage"))).queued_of(RUN)
+    assert [q.batches for q in left] == [(1,)]  # for the next writer or `flush`

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from pyspark.sql import SparkSession
 
-from synclog import project
+from synclog import BackgroundLog, project
 from synclog.cli.main import main
 from synclog.config import Config
 from synclog.errors import ConfigError, InputError
@@ -740,3 +740,24 @@ def test_check_exits_by_the_rules_and_sends_freshness_once(
     path.write_text("[defaults]\nalerts = { freshness = 1 }\n")
     assert main(["--config", str(path), "check", "--target", target]) == 2
     assert "unknown key 'freshness'" in capsys.readouterr().err
+
+
+def test_a_batch_a_background_load_refused_is_a_notice_that_names_no_value(
+    tmp_path: Path, spark: SparkSession, receiver: Receiver
+) -> None:
+    """No rule needed: the endpoint hears of the refused write, its batch, run and column, and
+    not the value that broke the contract (a record's value never leaves in a notice)."""
+    config = _config(tmp_path, f'webhook = {{ url = "{receiver.url("/hook")}" }}', "")
+    run = make_run()
+    rows = [dict(zip(RECORD_COLUMNS, r, strict=True)) for r in record_rows(run, count=10, batches=1)]
+    rows[4]["status"] = "secret-looking-value"
+    with BackgroundLog.open(f"duckdb:///{tmp_path / 'logs.duckdb'}", config, spark) as log:
+        log.write(run, rows)
+        log.finish(run)
+    (notice,) = receiver.bodies("/hook")
+    assert (notice["state"], notice["rule"], notice["measured"]) == ("firing", "refused_batch", 10)
+    assert notice["summary"] == (
+        f"firing refused_batch: sync {run.sync_id}: batch 0 of run {run.sync_run_id} refused "
+        "(a value in column 'status' breaks the contract); its records are kept in storage"
+    )
+    assert "secret-looking-value" not in json.dumps(notice)

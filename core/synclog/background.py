@@ -44,7 +44,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from synclog.errors import InputError
+from synclog.errors import InputError, SynclogError
 from synclog.model import Run
 from synclog.results import RunResult, WriteResult
 
@@ -85,7 +85,7 @@ class BackgroundLog:
         self._unusable: BaseException | None = None
         self._ready = threading.Event()
         self._lock = threading.Condition()
-        self._work: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._work: deque[tuple[Callable[[], Any], Future[Any], bool]] = deque()
         self._busy = False
         self._closed = False
         self._failures: list[BaseException] = []
@@ -262,18 +262,20 @@ class BackgroundLog:
 
     # -- the thread ------------------------------------------------------------------------------
 
-    def _submit(self, work: Callable[[], T]) -> Future[T]:
+    def _submit(self, work: Callable[[], T], *, told: bool = False) -> Future[T]:
+        """Queue `work` for the log's thread; what it raises is a failure the engine's next call
+        raises, unless the caller is `told` (it waits for the result itself)."""
         future: Future[T] = Future()
         with self._lock:
             if self._closed:
-                raise RuntimeError("the log is closed")
-            self._work.append((work, future))
+                raise SynclogError("the log is closed")
+            self._work.append((work, future, told))
             self._lock.notify_all()
         return future
 
     def _call(self, work: Callable[[], T]) -> T:
         """Run `work` on the log's thread, after what was queued before it; its result."""
-        return self._submit(work).result()
+        return self._submit(work, told=True).result()
 
     def _run(self) -> None:
         while True:
@@ -281,14 +283,14 @@ class BackgroundLog:
                 self._lock.wait_for(lambda: self._work or self._closed)
                 if self._closed:
                     break
-                work, future = self._work.popleft()
+                work, future, told = self._work.popleft()
                 self._busy = True
             try:
                 if future.set_running_or_notify_cancel():
                     future.set_result(work())
             except BaseException as exc:  # handed to the engine: see the module's doc
                 future.set_exception(exc)
-                if not isinstance(exc, InputError):
+                if not (told or isinstance(exc, InputError)):
                     with self._lock:
                         self._failures.append(exc)
             finally:
@@ -306,11 +308,11 @@ class BackgroundLog:
         """Start no more loads; cancel those not started; the thread closes the log and ends."""
         with self._lock:
             self._closed = True
-            left = [future for _, future in self._work]
+            left = [future for _, future, _ in self._work]
             self._work.clear()
             self._lock.notify_all()
-        for future in left:
-            future.cancel()
+        for future in left:  # queued under storage still: the next writer or `flush` loads it
+            future.set_exception(SynclogError("the log closed before this load; it stays queued"))
 
     def _raise_failure(self) -> None:
         """Raise the first failure of a load that no call raised yet."""
@@ -326,6 +328,9 @@ class BackgroundLog:
 
     def _at_exit(self) -> None:
         """The interpreter ends with the log open: wait a bounded time for its loads."""
-        if not self._drained(CLOSE_WAIT_S):
-            self._warn("warning: loads still running at exit; the next writer or `synclog flush` loads them")
+        drained = self._drained(CLOSE_WAIT_S)
         self._stop()
+        if drained:
+            self._thread.join(CLOSE_WAIT_S)  # the log closed before the interpreter goes
+        else:
+            self._warn("warning: loads still running at exit; the next writer or `synclog flush` loads them")

@@ -10,12 +10,16 @@ any run.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from typing import TYPE_CHECKING
 
 from synclog.batches import as_frame
 from synclog.errors import InputError
 from synclog.results import RunResult, WriteResult
+
+_COLUMN = re.compile(r"column '([^']+)'")
+"""The column an InputError of record results names (a notice names it, never its value)."""
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -36,7 +40,11 @@ def load_queued(log: SyncLog, run: Run, item: Queued, records: pa.Table) -> Writ
         numbers = ", ".join(str(n) for n in item.batches) or "none"
         line = f"batch {numbers} of run {run.sync_run_id} refused: {exc}; its records are in {where}"
         log.progress(f"warning: {line}")
-        log.notices.refused(run, line, records.num_rows)
+        column = _COLUMN.search(str(exc))
+        why = f"a value in column {column[1]!r} breaks the contract" if column else "it breaks the contract"
+        summary = f"sync {run.sync_id}: batch {numbers} of run {run.sync_run_id} refused ({why}); "
+        summary += "its records are kept in storage"
+        log.notices.refused(run, summary, records.num_rows)
         raise InputError(line) from None
     log.store.dequeue(run, item)
     return result

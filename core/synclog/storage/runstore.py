@@ -16,7 +16,7 @@ has finished: the store doubles as the spool that `SyncLog.flush` empties. The d
 the runs with something pending by listing the `run.json` files; data files are only ever
 found through a manifest.
 
-A log that loads behind the engine (`synclog.behind`) queues work here too, in order: a batch
+A `BackgroundLog` (`synclog.background`) queues work here too, in order: a batch
 as the engine gave it, in an Arrow file of its own, before any check but its columns' (`queue`),
 and a run's end (`queue_finish`). `run.json` names each queued item with the process that loads
 it; what a gone process left queued, the next writer or `flush` loads. A queued batch whose
@@ -28,9 +28,11 @@ where it stays (nothing of it reached a log table) until someone deletes it.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import posixpath
+import struct
 import threading
 import uuid
 from collections import Counter
@@ -65,7 +67,7 @@ RUN_IDENTIFIERS = 100_000
 
 @dataclass(frozen=True)
 class Queued:
-    """Work a log queued for its loads behind the engine (`synclog.behind`): a batch (`path`, the
+    """Work a `BackgroundLog` queued for its loads (`synclog.background`): a batch (`path`, the
     Arrow file of the records as given) or the run's end (`finished`, the run as it ended)."""
 
     owner: str
@@ -130,7 +132,7 @@ class RunState:
     """Per kept batch whose write's tasks reported them, the hashes of its identifiers (a run's
     few: see `RUN_IDENTIFIERS`)."""
     queued: tuple[Queued, ...] = ()
-    """What waits for a load behind the engine, in order (`synclog.behind`)."""
+    """What waits for a `BackgroundLog`'s load, in order (`synclog.background`)."""
 
     def to_json(self) -> str:
         batches = {str(n): [vars(f) for f in files] for n, files in self.batches.items()}
@@ -141,7 +143,7 @@ class RunState:
         extra["accepted"] = {str(n): count for n, count in self.accepted.items()}
         extra["payload_types"] = types
         extra["refused"] = self.refused
-        extra["identifiers"] = {str(n): list(hashes) for n, hashes in self.identifiers.items()}
+        extra["identifiers"] = {str(n): _packed(hashes) for n, hashes in self.identifiers.items()}
         extra["queued"] = [item.to_dict() for item in self.queued]
         return json.dumps({**state, **extra})
 
@@ -161,7 +163,7 @@ class RunState:
             writes=int(data.get("writes", 2)),  # unknown: check the run at finish
             payload_types={int(n): tuple(pairs) for n, pairs in data.get("payload_types", {}).items()},
             refused=data.get("refused"),
-            identifiers={int(n): tuple(hashes) for n, hashes in data.get("identifiers", {}).items()},
+            identifiers={int(n): _unpacked(hashes) for n, hashes in data.get("identifiers", {}).items()},
             queued=tuple(Queued.from_dict(item) for item in data.get("queued", ())),
         )
 
@@ -239,42 +241,29 @@ class RunStore:
         identifiers: Mapping[int, tuple[int, ...]],
     ) -> None:
         with self._lock:
-            before = self._commit_state(run, batches, statuses, accepted, types, identifiers)
+            before = self.state(run) or RunState(run)
+            payload_types = {n: t for n, t in before.payload_types.items() if n not in batches}
+            payload_types.update({n: tuple(sorted(t)) for n, t in types.items()})
+            hashes = {n: h for n, h in before.identifiers.items() if n not in batches}
+            hashes.update(identifiers)
+            if sum(len(h) for h in hashes.values()) > RUN_IDENTIFIERS:
+                hashes = {}  # too many to keep in run.json: `finish` reads the identifiers themselves
+            self._save(
+                replace(
+                    before,
+                    run=before.run if before.finished else run,  # a finished run keeps how it ended
+                    batches={**before.batches, **batches},
+                    statuses={**before.statuses, **{n: dict(c) for n, c in statuses.items()}},
+                    accepted={**before.accepted, **accepted},
+                    writes=before.writes + 1,
+                    payload_types=payload_types,
+                    identifiers=hashes,
+                )
+            )
         fs = self.location.filesystem()
         for number in batches:
             for old in before.batches.get(number, ()):
                 fs.delete_file(self.location.path(old.path))
-
-    def _commit_state(
-        self,
-        run: Run,
-        batches: Mapping[int, tuple[StoredFile, ...]],
-        statuses: Mapping[int, Mapping[str, int]],
-        accepted: Mapping[int, int],
-        types: Mapping[int, set[str]],
-        identifiers: Mapping[int, tuple[int, ...]],
-    ) -> RunState:
-        """Save `run.json` with the write's batches; the state before."""
-        before = self.state(run) or RunState(run)
-        payload_types = {n: t for n, t in before.payload_types.items() if n not in batches}
-        payload_types.update({n: tuple(sorted(t)) for n, t in types.items()})
-        hashes = {n: h for n, h in before.identifiers.items() if n not in batches}
-        hashes.update(identifiers)
-        if sum(len(h) for h in hashes.values()) > RUN_IDENTIFIERS:
-            hashes = {}  # too many to keep in run.json: `finish` reads the identifiers themselves
-        self._save(
-            replace(
-                before,
-                run=before.run if before.finished else run,  # a finished run keeps how it ended
-                batches={**before.batches, **batches},
-                statuses={**before.statuses, **{n: dict(c) for n, c in statuses.items()}},
-                accepted={**before.accepted, **accepted},
-                writes=before.writes + 1,
-                payload_types=payload_types,
-                identifiers=hashes,
-            )
-        )
-        return before
 
     def read(self, spark: SparkSession, run: Run, batches: Iterable[int] | None = None) -> DataFrame:
         """The canonical frame of `run`'s kept batches (all of them by default)."""
@@ -472,6 +461,17 @@ class RunStore:
             inside = posixpath.relpath(info.path, self.location.root).split("/")
             if info.type == pafs.FileType.File and len(inside) == 3 and inside[2] == STATE:
                 yield info.path
+
+
+def _packed(hashes: tuple[int, ...]) -> str:
+    """Identifier hashes as run.json keeps them: base64 of their 8-byte little-endian forms (a
+    run's 100,000 read and written in a millisecond or two, not as many JSON numbers)."""
+    return base64.b64encode(struct.pack(f"<{len(hashes)}q", *hashes)).decode()
+
+
+def _unpacked(text: str) -> tuple[int, ...]:
+    data = base64.b64decode(text)
+    return struct.unpack(f"<{len(data) // 8}q", data)
 
 
 def _pending(state: RunState | None) -> Pending | None:
