@@ -77,7 +77,9 @@ def add_parsers(subs: Any) -> None:
     _target_option(check)
     check.set_defaults(handler=run_check)
 
-    flush = subs.add_parser("flush", help="load batches kept while the target was down")
+    flush = subs.add_parser(
+        "flush", help="load batches kept while the target was down, and what ended writers left queued"
+    )
     _target_option(flush)
     flush.set_defaults(handler=run_flush)
 
@@ -191,7 +193,8 @@ def _warn(message: str) -> None:
 
 
 def run_flush(args: argparse.Namespace) -> int:
-    """`synclog flush`: retry the loads that failed while the target was down.
+    """`synclog flush`: retry the loads that failed while the target was down, and load what
+    `BackgroundLog`s of ended processes left queued.
 
     Exits 1 while runs still wait for the target, 2 when a layout refused a run (it stays kept,
     and each is named with the reason)."""
