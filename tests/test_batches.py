@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable, Iterator
 from datetime import UTC
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from synclog import INPUT_ARROW_SCHEMA, INPUT_SCHEMA, InputError
-from synclog.batches import as_frame
+from synclog.batches import as_arrow, as_frame
 from synclog.config import Config
 from synclog.storage.location import Location
 from synclog.writer import SyncLog
@@ -133,3 +135,11 @@ def test_naive_timestamps_are_utc_whatever_the_session_time_zone(
     with duckdb.connect(str(tmp_path / "logs.duckdb"), read_only=True) as db:
         (stored,) = db.execute("select min(batch_started_at) from census.sync_log").fetchone()
     assert (stored if stored.tzinfo else stored.replace(tzinfo=UTC)) == first
+
+
+def test_a_list_of_dicts_needs_no_pandas_even_half_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `BackgroundLog` converts an engine's batch in the engine's thread while its own thread may
+    be importing pandas: a module `pandas` without its DataFrame yet must not matter."""
+    monkeypatch.setitem(sys.modules, "pandas", types.ModuleType("pandas"))
+    table = as_arrow(DICTS)
+    assert table.num_rows == len(DICTS) and table.column("batch_number").to_pylist() == [r[5] for r in ROWS]

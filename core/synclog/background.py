@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import sys
 import threading
 import time
 from collections import deque
@@ -131,13 +130,13 @@ class BackgroundLog:
         """
         started = time.perf_counter()
         log = self.log
-        spark_sql = sys.modules.get("pyspark.sql")
-        if spark_sql is not None and isinstance(records, spark_sql.DataFrame):
+        from synclog.batches import as_arrow, is_frame
+
+        if is_frame(records, "pyspark"):
             self._raise_failure()
             return self._call(lambda: log.write(run, records))
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from synclog.batches import as_arrow
         from synclog.plugins.manager import payload_hooks
         from synclog.records import check_columns
 

@@ -13,9 +13,8 @@ session's time zone.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -62,10 +61,10 @@ def as_arrow(batch: Batch) -> pa.Table:
 def _as_arrow(batch: Batch) -> pa.Table:
     """The record-schema columns of `batch` as an Arrow table (InputError for anything else)."""
     try:
-        pandas = sys.modules.get("pandas")  # a pandas batch means pandas is imported: no need to here
-        if pandas is not None and isinstance(batch, pandas.DataFrame):
-            kept = [c for c in batch.columns if c in _KNOWN]
-            return pa.Table.from_pandas(batch[kept], preserve_index=False)
+        if is_frame(batch, "pandas"):
+            frame = cast("pd.DataFrame", batch)
+            kept = [c for c in frame.columns if c in _KNOWN]
+            return pa.Table.from_pandas(frame[kept], preserve_index=False)
         if isinstance(batch, pa.RecordBatch):
             batch = pa.Table.from_batches([batch])
         if isinstance(batch, pa.Table):
@@ -82,6 +81,14 @@ def _as_arrow(batch: Batch) -> pa.Table:
     raise InputError(
         "record results must be a Spark or pandas DataFrame, a pyarrow Table or RecordBatch, "
         f"or a list of dicts, got {type(batch).__name__}"
+    )
+
+
+def is_frame(batch: object, package: str) -> bool:
+    """Whether `batch` is a DataFrame of `package` (pandas, pyspark), asked of its class alone: no
+    import, and no look into `sys.modules`, where another thread's import may be half done."""
+    return any(
+        k.__name__ == "DataFrame" and k.__module__.startswith(f"{package}.") for k in type(batch).__mro__
     )
 
 
