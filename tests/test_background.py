@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog import BackgroundLog, InputError, RunStatus, SynclogError
-from synclog.config import Config
+from synclog.config import Config, SyncSettings
 from synclog.storage.location import Location
 from synclog.storage.runstore import RunStore
 from synclog.writer import SyncLog
@@ -221,3 +222,34 @@ def test_closing_out_of_time_leaves_the_rest_queued(
     assert first.wait().records == 10  # the load under way ends
     left = RunStore(Location.parse(str(tmp_path / "storage"))).queued_of(RUN)
     assert [q.batches for q in left] == [(1,)]  # for the next writer or `flush`
+
+
+def test_a_refused_run_is_kept_for_flush_and_logged_nowhere(tmp_path: Path, spark: SparkSession) -> None:
+    """Runs are ordered by their start: a run that started before the run the sync's hightouch
+    snapshot holds is refused as a whole, behind the engine as in place. Its batches are refused
+    (nothing reaches census), its end stays in the run store with the reason (not queued again),
+    and `flush` names it; the later run's rows, its `synclog_runs` row among them, stay as they were."""
+    url, config = where(tmp_path)
+    config = replace(config, defaults=SyncSettings(layouts=("census", "hightouch")))
+    later = replace(RUN, sync_run_id=2, status=RunStatus.PARTIAL)
+    earlier = replace(RUN, sync_run_id=3, started_at=RUN.started_at - timedelta(hours=1))
+    with BackgroundLog.open(url, config, spark) as log:
+        for n in range(3):
+            log.write(later, batch(n))
+        assert log.finish(later).wait().statuses["succeeded"] == 22
+        runs = "SELECT sync_id, sync_run_id, status FROM census.synclog_runs ORDER BY 2"
+        assert log.log.target.fetch(runs) == [(1234, 2, "partial")]
+        before = log.log.target.fetch(LOGGED.replace("log_id,", "sync_run_id, log_id,"))
+        written = log.write(earlier, batch(0))
+        with pytest.raises(InputError, match="before run 2"):
+            written.wait()
+        with pytest.raises(InputError, match="before run 2"):
+            log.finish(earlier).wait()
+        assert log.log.target.fetch(LOGGED.replace("log_id,", "sync_run_id, log_id,")) == before
+        assert log.log.target.fetch(runs) == [(1234, 2, "partial")]
+        assert log.log.target.fetch("SELECT sync_run_id FROM hightouch_audit.sync_runs") == [(2,)]
+        assert log.log.store.queued_of(earlier) == ()  # its end is kept as a refused run, not queued
+    with SyncLog.open(url, config, spark) as log:
+        (kept,) = log.flush()
+        assert (kept.run.sync_run_id, kept.finished, kept.queued) == (3, True, ())
+        assert kept.refused is not None and "before run 2" in kept.refused

@@ -18,6 +18,9 @@ What a load finds reaches the engine without failing its sync:
   that place is raised by the write's `WriteResult.wait`, listed in the run's
   `RunResult.refused`, given as a warning and sent as a `refused_batch` notice
   (`synclog.queued`);
+- a run a layout refuses (`Layout.admit`: it started before the run its sync's hightouch
+  snapshot holds) has each write refused so, and `RunResult.wait` raises the InputError; the
+  run's end stays in the run store, refused, for `flush` to name;
 - an outage keeps the batches in the run store for `flush`, as it does for any write;
 - anything else (a bug, a bad configuration, Spark gone) leaves the work queued and is raised
   by the engine's next call to the log, and by `WriteResult.wait` or `RunResult.wait`.

@@ -4,7 +4,7 @@ A queued write is loaded as a write in place (`SyncLog._write_frame`) and then f
 that break a rule move it to `refused/` instead (`RunStore.refuse`), where its records stay, and
 raise the InputError saying which batches, why and where. A queued end of a run is finished in
 place (`SyncLog._finish`) and then forgotten; an outage then keeps the run for `flush`, as for
-any run.
+any run, and so does a layout that refuses the run (`Layout.admit`: then `flush` names it).
 """
 
 from __future__ import annotations
@@ -51,8 +51,13 @@ def load_queued(log: SyncLog, run: Run, item: Queued, records: pa.Table) -> Writ
 
 
 def finish_queued(log: SyncLog, run: Run, item: Queued) -> RunResult:
-    """Finish `run`, whose end was queued, in place; forget the queued end once done."""
-    result = log._finish(run, {})
+    """Finish `run`, whose end was queued, in place; forget the queued end once done, or once a
+    layout refused the run (an InputError: the run store keeps it, refused, for `flush`)."""
+    try:
+        result = log._finish(run, {})
+    except InputError:
+        log.store.dequeue(run, item)
+        raise
     log.store.dequeue(run, item)  # kept for `flush` after an outage, the run remembers its end
     return result
 
