@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,16 +30,20 @@ from synclog.config import Config, SyncSettings
 from synclog.demo.simulator import history, records
 from synclog.errors import ConfigError
 from synclog.layouts.census import DESTINATION_OBJECTS, DESTINATIONS, SOURCE_OBJECTS, SYNC_LOG
-from synclog.layouts.hightouch import CHANGELOG
+from synclog.layouts.hightouch import CHANGELOG, SNAPSHOT
+from synclog.model import RunStatus
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_databricks import partitions
 from synclog_databricks.cluster import ParquetTarget
 from synclog_databricks.partitions import COLUMNS, DAY
 from synclog_testing.conformance import TargetConformance
 from synclog_testing.factories import make_records, make_run, record_rows
+from synclog_testing.model_machine import machine_for
+from synclog_testing.reference import Record
 
 SEED_000_VERBATIM = (
     "SELECT * \nFROM census.census.sync_log log\nLEFT JOIN census.census.source_objects source\n"
@@ -159,6 +164,38 @@ class TestDatabricksInCluster(TargetConformance):
         assert partition_days(spark) == ["2026-03-03"]
         assert self.count(target, "sync_run_id IN (1, 4)") == 0
         assert self.count(target) == 20
+
+    def test_the_reference_model_reads_the_tables_without_their_partition_columns(
+        self, target: Target, target_url: str, storage: Location, spark: SparkSession
+    ) -> None:
+        """Two steps of the model's sequences, fixed: a run finished with no batch (runs tables,
+        partitioned by sync) and a run written whole (the changelog, by day; the snapshot, by
+        sync). The tables then hold what the model says, read as the model test reads them."""
+        machine = machine_for(self.model_harness(target, target_url, storage, spark))()
+        try:
+            first, second = machine.syncs[:2]
+            started = datetime(2026, 3, 2, 9, tzinfo=UTC)
+            ended = replace(
+                first.run(3, started, False),
+                status=RunStatus.SUCCEEDED,
+                finished_at=started + timedelta(minutes=30),
+            )
+            machine.model.finish(ended)
+            machine.log.finish(ended)
+            whole = replace(second.run(1, started, True), finished_at=started + timedelta(minutes=20))
+            records = [
+                Record(
+                    identifier, "upsert", "succeeded", None, f'{{"id": "{identifier}"}}', 0, started, started
+                )
+                for identifier in ("a", "b")
+            ]
+            machine.model.write_run(whole, records)
+            machine.log.write_run(whole, [r.as_input() for r in records])
+            for table in (CHANGELOG, SNAPSHOT):
+                assert partitions.of(table) is not None, f"{table.name} is no longer partitioned"
+            machine.tables_match_the_model()
+        finally:
+            machine.teardown()
 
     def test_variant_payloads(self, target_url: str, storage: Location, spark: SparkSession) -> None:
         settings = TargetSettings(storage=storage, options={"json": "variant"})

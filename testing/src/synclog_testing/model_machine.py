@@ -167,6 +167,8 @@ class Harness:
     storage: Location
     lake_root: Callable[[], tuple[Any, str]] | None = None
     """For a lake: its filesystem and root."""
+    partition_columns: tuple[str, ...] = ()
+    """Columns the target's storage adds after a table's own (lower case), left out of the reads."""
     counted: Counter[str] = field(default_factory=Counter)
     """Sequences run and steps taken (each checked against the model)."""
 
@@ -397,7 +399,8 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
                 ]
                 return lake_tables(fs, root, folders, facts)
             ids = [i for s in self.syncs for i in s.object_ids]
-            return sql_tables(harness.target, names, [s.sync_id for s in self.syncs], ids)
+            syncs = [s.sync_id for s in self.syncs]
+            return sql_tables(harness.target, names, syncs, ids, harness.partition_columns)
 
     return LogMachine
 

@@ -13,7 +13,7 @@ import itertools
 import json
 import posixpath
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -105,9 +105,14 @@ def expected(model: Mapping[str, Rows]) -> dict[str, Rows]:
 
 
 def sql_tables(
-    target: Target, names: Iterable[str], syncs: Sequence[int], ids: Sequence[int]
+    target: Target,
+    names: Iterable[str],
+    syncs: Sequence[int],
+    ids: Sequence[int],
+    partition_columns: Collection[str] = (),
 ) -> dict[str, Rows]:
-    """The rows of the SQL tables `names` of syncs `syncs` (metadata tables: objects `ids`)."""
+    """The rows of the SQL tables `names` of syncs `syncs` (metadata tables: objects `ids`),
+    without the `partition_columns` the target's storage adds after a table's own."""
     found: dict[str, Rows] = {}
     for name in names:
         spec, column = SQL_TABLES[name]
@@ -122,6 +127,7 @@ def sql_tables(
         fresh = f"-- read {next(_READS)}\n"
         sql = f"{fresh}SELECT * FROM {relation.render()} WHERE {column} IN ({marks})"
         table = target.query(sql, list(keys))
+        table = table.drop_columns([c for c in table.column_names if c.lower() in partition_columns])
         found[name] = normalised(table.to_pylist(), spec, OPTIONAL.get(name, ()))
     return found
 
