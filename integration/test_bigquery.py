@@ -324,7 +324,7 @@ class TestGcsStorage:
             left = storage.filesystem().get_file_info(
                 pafs.FileSelector(storage.path("staging"), allow_not_found=True, recursive=True)
             )
-        assert len(jobs) == 4, jobs  # the log table and the three metadata tables: one job each
+        assert len(jobs) == 5, jobs  # the log table, the three metadata tables, synclog_runs: one job each
         prefix = f"gs://{storage.root}/staging/"
         assert all(uri.startswith(prefix) and uri.endswith(".parquet") for job in jobs for uri in job)
         assert max(len(job) for job in jobs) > 1  # the log table's job names every task's file
