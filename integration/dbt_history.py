@@ -6,7 +6,8 @@ has five runs, the first two past retention; its run 3 failed part-way with reco
 (partial), retried a rejected record in a later batch (both rows flagged DUPLICATE), sent a
 record without an identifier and planned a record twice that it never sent; it is written batch
 by batch, so its flags come from `finish`. Its later runs send records twice in one batch (some
-rejected both times, one with two different payloads) and bring a record back after a delete.
+rejected both times, one with two different payloads, one accepted with a field changed since
+its last run) and bring a record back after a delete.
 Sync B (`SYNC_B`, a whole-model sync) has three runs, the first past retention: a row whose
 `added` row retention removed changes, a row leaves the model unsent, and its flagged records
 sit in the run numbers sync A uses too. Then `cleanup` runs at `now` on both sides.
@@ -172,10 +173,12 @@ def history(now: datetime) -> list[Step]:
     b3.add(1, "u21", "aborted")
     whole(b3)
 
-    # sync A, run 5: u6 twice in one batch (accepted), u1's fields change (numbers, arrays, a
-    # field dropped and one added), u12 changes from its payload of run 3 (run 4's two differ)
+    # sync A, run 5: u6 twice in one batch (accepted, so flagged DUPLICATE) with a plan that
+    # changed since run 3, u1's fields change (numbers, arrays, a field dropped and one added),
+    # u12 changes from its payload of run 3 (run 4's two differ)
     a5 = _Batches(_run(SYNC_A, 5, ago(1), full_model=False))
-    a5.add(0, "u6").add(0, "u6")
+    u6 = _payload("u6", "pro")
+    a5.add(0, "u6", payload=u6).add(0, "u6", payload=u6)
     a5.add(0, "u1", payload=_payload("u1", "enterprise", tags=["x", "z"], seats=12.5))
     a5.add(1, "u12", payload=_payload("u12", "pro", lifetime_value=1e30))
     a5.add(1, "u5", "rejected", message=BAD_EMAIL)

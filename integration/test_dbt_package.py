@@ -543,6 +543,12 @@ def test_field_changes_of_flagged_payloads_in_one_text_form(built: Built) -> Non
     assert_same(built.mart("field_changes"), built.answer("field_changes"), columns)
     values = {v for r in built.answer("field_changes") for v in (r["old_value"], r["new_value"])}
     assert {'["x","z"]', '"enterprise"', "1000", "12.5", "1e+30"} <= values
+    flagged = {
+        (r["layout"], r["field_name"], r["old_value"], r["new_value"])
+        for r in built.answer("field_changes")
+        if (r["sync_id"], r["record_identifier"], r["sync_run_id"]) == (SYNC_A, "u6@example.com", 5)
+    }
+    assert flagged == {(layout, "plan", '"free"', '"pro"') for layout in LAYOUTS}, "u6's flagged payload"
 
 
 # -- the docs --------------------------------------------------------------------------------------
