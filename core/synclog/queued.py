@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from synclog.batches import as_frame
 from synclog.errors import InputError
@@ -23,13 +23,32 @@ _COLUMN = re.compile(r"column '([^']+)'")
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from synclog.model import Run
-    from synclog.storage.runstore import Queued
-    from synclog.writer import SyncLog
+    from synclog.notices.notify import Notices
+    from synclog.storage.runstore import Queued, RunStore
 
 
-def load_queued(log: SyncLog, run: Run, item: Queued, records: pa.Table) -> WriteResult:
+class Loader(Protocol):
+    """What loads a queued write or end in place: a `SyncLog` (named so, not imported: the
+    writer imports this module)."""
+
+    store: RunStore
+    notices: Notices
+
+    @property
+    def spark(self) -> SparkSession: ...
+
+    def progress(self, message: str, /) -> None: ...
+
+    def _write_frame(self, run: Run, frame: DataFrame, schema: StructType, started: float) -> WriteResult: ...
+
+    def _finish(self, run: Run, passes: dict[str, float]) -> RunResult: ...
+
+
+def load_queued(log: Loader, run: Run, item: Queued, records: pa.Table) -> WriteResult:
     """Load one queued write of `run` (`records`, its batches) in place; forget it once loaded."""
     started = time.perf_counter()
     frame, schema = as_frame(records, lambda: log.spark)
@@ -50,7 +69,7 @@ def load_queued(log: SyncLog, run: Run, item: Queued, records: pa.Table) -> Writ
     return result
 
 
-def finish_queued(log: SyncLog, run: Run, item: Queued) -> RunResult:
+def finish_queued(log: Loader, run: Run, item: Queued) -> RunResult:
     """Finish `run`, whose end was queued, in place; forget the queued end once done, or once a
     layout refused the run (an InputError: the run store keeps it, refused, for `flush`)."""
     try:
@@ -62,7 +81,7 @@ def finish_queued(log: SyncLog, run: Run, item: Queued) -> RunResult:
     return result
 
 
-def adopt(log: SyncLog, run: Run) -> None:
+def adopt(log: Loader, run: Run) -> None:
     """Load, in order and in place, what processes that are gone left queued for `run`."""
     for item in log.store.queued_of(run):
         if not item.orphaned:
