@@ -363,7 +363,7 @@ class TestWarehouseReadsStorage:
             drop_schemas(dbx)
         assert not [s for s in sent if s.startswith("PUT")]
         copies = [s for s in sent if s.startswith("COPY INTO")]
-        assert len(copies) == 4, copies  # the log table and three metadata tables
+        assert len(copies) == 5, copies  # the log table, three metadata tables and synclog_runs
         prefix = f"FROM 's3://{storage.root}/staging/"
         assert all(prefix in c and f"AWS_SECRET_KEY = '{s3.secret_key}'" in c for c in copies)
         assert max(c.count(".parquet'") for c in copies) == 3  # one file per task, each named

@@ -202,8 +202,8 @@ class TestRedshift(TargetConformance):
             self.log(target, spark).write_run(run, records)
         copies = proxy_log(stand_in, "COPY")[before:]
         stages = [line.split()[1] for line in copies]
-        assert len(copies) == 4, copies  # sync_log_records, source_objects, destinations, destination_objects
-        assert len(set(stages)) == 4, "each table's stage is loaded once"
+        assert len(copies) == 5, copies  # sync_log_records, the three metadata tables, synclog_runs
+        assert len(set(stages)) == 5, "each table's stage is loaded once"
         assert all(stage.startswith('"_synclog_stage_') for stage in stages)
         [log_copy] = [line for line in copies if " 400 rows " in line]
         assert int(log_copy.split(" from ")[1].split()[0]) > 1, "one COPY reads every staged file"
