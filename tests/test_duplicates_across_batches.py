@@ -89,3 +89,36 @@ def test_finish_runs_no_spark_job_when_no_identifier_repeats(spark: SparkSession
         log.finish(run)
         assert jobs.getJobIdsForGroup() == before
         assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
+
+
+def _task_reports(tmp_path: Path, batches: dict[int, list[int]]) -> list[dict[str, object]]:
+    """What one write task reports after keeping `batches` (batch number: identifier hashes)."""
+    import json
+
+    import pyarrow as pa
+
+    store = runstore.RunStore(Location.parse(str(tmp_path / "store")))
+    task = store.writer(store.begin_write(make_run())).open(0)
+    for number, hashes in batches.items():
+        rows = pa.record_batch(
+            {
+                "batch_number": pa.array([number] * len(hashes), pa.int32()),
+                "status": ["succeeded"] * len(hashes),
+                "invalid_reason": pa.nulls(len(hashes), pa.string()),
+            }
+        )
+        task.write(rows, hashes=pa.array(hashes, pa.int64()))
+    return [json.loads(report) for report in task.close()]
+
+
+def test_a_task_reports_identifier_hashes_only_while_they_are_few(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap counts a task's hashes over all its batches, not per batch: a run of many small
+    batches would otherwise send every identifier's hash to the driver."""
+    monkeypatch.setattr(runstore, "TASK_IDENTIFIERS", 6)
+    few = _task_reports(tmp_path / "few", {0: [1, 2, 3], 1: [3, 4]})
+    assert [runstore._unpacked(r["identifiers"]) for r in few] == [(1, 2, 3), (3, 4)]
+    many = _task_reports(tmp_path / "many", {0: [1, 2, 3], 1: [4, 5], 2: [6, 7]})  # 7 in all
+    assert [r["batch"] for r in many] == [0, 1, 2]
+    assert not any("identifiers" in r for r in many)

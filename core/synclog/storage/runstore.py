@@ -60,7 +60,9 @@ from synclog.storage.owners import MARK, gone, owner, tagged
 STATE = "run.json"
 PARTITION = "batch_number"
 TASK_IDENTIFIERS = 20_000
-"""At most this many identifier hashes per batch does a write's task report (`StoreTask`)."""
+"""At most this many identifier hashes, over all its batches, does a write's task report
+(`StoreTask`); a task holding more reports none, so the driver receives a bounded number per task
+whatever the run's size."""
 RUN_IDENTIFIERS = 100_000
 """At most this many identifier hashes does `run.json` keep for a run (`RunState.identifiers`)."""
 
@@ -215,6 +217,7 @@ class RunStore:
         accepted: Counter[int] = Counter()
         types: dict[int, set[str]] = {}
         hashes: dict[int, set[int] | None] = {}
+        held_in_all = 0
         for report in reports:
             data = json.loads(report)
             number = int(data["batch"])
@@ -223,9 +226,16 @@ class RunStore:
             accepted[number] += int(data["accepted"])
             if "types" in data:
                 types.setdefault(number, set()).update(data["types"])
-            reported = data.get("identifiers")
+            reported = _unpacked(data["identifiers"]) if "identifiers" in data else None
             held = hashes.setdefault(number, set())
-            hashes[number] = None if reported is None or held is None else held | set(reported)
+            if reported is None or held is None or held_in_all > RUN_IDENTIFIERS:
+                hashes[number] = None  # and past the run's cap none are kept (`_commit`)
+                continue
+            held_in_all -= len(held)
+            held.update(reported)
+            held_in_all += len(held)
+        if held_in_all > RUN_IDENTIFIERS:
+            hashes = {}
         kept = {n: tuple(f) for n, f in files.items()}
         identifiers = {n: tuple(sorted(h)) for n, h in hashes.items() if h is not None}
         self._commit(run, kept, per_batch, accepted, types, identifiers)
@@ -506,12 +516,15 @@ class StoreTask:
         self.accepted: Counter[str] = Counter()
         self.types: dict[str, set[str]] = {}
         self.hashes: dict[str, set[int] | None] = {}
+        self.held = 0
+        self.too_many = False
+        """Whether the task held more than `TASK_IDENTIFIERS` hashes: it then reports none."""
 
     def write(
         self, batch: pa.RecordBatch, payload_types: pa.Array | None = None, hashes: pa.Array | None = None
     ) -> None:
         """Keep canonical rows, split by batch number; `payload_types` (the rows' `field_types`)
-        and `hashes` (of their identifiers; up to `TASK_IDENTIFIERS` a batch) are reported per batch."""
+        and `hashes` (of their identifiers; up to `TASK_IDENTIFIERS` in all) are reported per batch."""
         column = batch.column(PARTITION)
         for number in pc.unique(column).to_pylist():
             chosen = pc.equal(column, number)
@@ -526,10 +539,15 @@ class StoreTask:
                 pairs = pc.unique(pc.list_flatten(payload_types.filter(chosen))).to_pylist()
                 self.types.setdefault(key, set()).update(pairs)
             held = self.hashes.setdefault(key, set())
-            if hashes is not None and held is not None:
-                held.update(pc.unique(hashes.filter(chosen)).drop_null().to_pylist())
-            if hashes is None or held is None or len(held) > TASK_IDENTIFIERS:
+            if hashes is None or held is None or self.too_many:
                 self.hashes[key] = None
+                continue
+            self.held -= len(held)
+            held.update(pc.unique(hashes.filter(chosen)).drop_null().to_pylist())
+            self.held += len(held)
+            if self.held > TASK_IDENTIFIERS:
+                self.too_many = True
+                self.hashes = dict.fromkeys(self.hashes)
 
     def close(self) -> list[str]:
         """Publish the files; one report per file."""
@@ -539,8 +557,9 @@ class StoreTask:
             report["accepted"] = self.accepted[key]
             if key in self.types:
                 report["types"] = sorted(self.types[key])
-            if self.hashes.get(key) is not None:
-                report["identifiers"] = sorted(self.hashes[key] or ())
+            held = self.hashes.get(key)
+            if held is not None and not self.too_many:
+                report["identifiers"] = _packed(tuple(sorted(held)))
             reports.append(json.dumps(report))
         return reports
 
