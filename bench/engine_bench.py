@@ -226,14 +226,20 @@ def latencies(
     spark = spark_session("synclog-bench")
     tables = [records_table(n, LATENCY_ROWS) for n in range(batches)]
     found: list[tuple[str, str, list[float]]] = []
-    with postgres_server() as pg:
-        for url in (f"duckdb:///{folder / 'latency.duckdb'}", pg.url):
-            for api in ("SyncLog.write", "BackgroundLog.write"):
-                seconds = latency(spark, url, api, tables, folder / f"storage-{len(found)}", len(found) + 1)
-                name = "DuckDB" if url.startswith("duckdb") else "PostgreSQL"
-                print(f"  {name}, {api}: p50 {quantile(seconds, 0.5):.2f} s", flush=True)
-                found.append((name, api, seconds))
-    return found, floor(spark, tables)
+    try:
+        with postgres_server() as pg:
+            for url in (f"duckdb:///{folder / 'latency.duckdb'}", pg.url):
+                for api in ("SyncLog.write", "BackgroundLog.write"):
+                    storage = folder / f"storage-{len(found)}"
+                    seconds = latency(spark, url, api, tables, storage, len(found) + 1)
+                    name = "DuckDB" if url.startswith("duckdb") else "PostgreSQL"
+                    print(f"  {name}, {api}: p50 {quantile(seconds, 0.5):.2f} s", flush=True)
+                    found.append((name, api, seconds))
+        return found, floor(spark, tables)
+    finally:
+        # Close the Connect client while its server runs: an open one sends cleanup calls at
+        # exit, which pyspark retries for minutes once `main` has stopped the server.
+        spark.stop()
 
 
 def latency(spark: Any, url: str, api: str, tables: list[Any], storage: Path, run_id: int) -> list[float]:
