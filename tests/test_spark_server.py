@@ -32,6 +32,9 @@ with SyncLog.open(sys.argv[1], config, writes=True) as log:
     print(remote_url(log.spark), written.records, SparkContext._gateway is None, log.spark.session_id)
     if sys.argv[3:] == ["stop"]:
         log.spark.stop()  # a Spark-native caller's habit: the shared session must outlive it
+sys.stdout.flush()
+if sys.argv[3:] == ["linger"]:
+    sys.stdin.readline()  # the server may stop meanwhile: the process must still exit at once
 """
 
 
@@ -101,9 +104,23 @@ def test_start_status_write_through_and_stop(env: dict[str, str], tmp_path: Path
     with duckdb.connect(str(tmp_path / "logs.duckdb"), read_only=True) as db:
         assert db.execute("select count(*) from census.sync_log").fetchone() == (10,)
 
+    lingering = subprocess.Popen(
+        [sys.executable, "-c", WRITER, target, str(tmp_path / "storage"), "linger"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert lingering.stdout is not None and lingering.stdout.readline().split() == joined
     assert (
         synclog(env, "spark", "stop") == f"stopped Spark Connect server at {server.remote} (pid {server.pid})"
     )
+    try:  # pyspark's exit hook would retry its calls to the stopped server for minutes
+        _, err = lingering.communicate("\n", timeout=60)
+    finally:
+        lingering.kill()
+    assert lingering.returncode == 0, err
     assert spark_server.running() is None
     proc = Path(f"/proc/{server.pid}")
     assert not proc.exists() or b"SparkConnectServer" not in (proc / "cmdline").read_bytes()

@@ -11,6 +11,7 @@ synclog reports failures itself, in one line).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ipaddress
 import os
@@ -190,4 +191,15 @@ def _warm_session(app_name: str, server: ServerState) -> SparkSession:
     a Connect session is gone for good, for every process that joins it later."""
     session = _connect(app_name, server.session_url)
     session.release_session_on_close = False  # type: ignore[attr-defined]  # a Connect session's
+    atexit.register(_close_at_exit, session)
     return session
+
+
+def _close_at_exit(session: SparkSession) -> None:
+    """Close this process's connection to the shared session as the process exits, before
+    pyspark's own exit hook (hooks run last registered first): that hook sends cleanup calls to
+    the server, and retries them for minutes once the server is gone (`synclog spark stop` while
+    an engine's process still runs)."""
+    client = session.client  # a Connect session's
+    if not client.is_closed:
+        client.close()
