@@ -215,9 +215,11 @@ def records_table(number: int, rows: int) -> Any:
     return pa.Table.from_pylist(answered(number, rows))
 
 
-def latencies(
-    folder: Path, batches: int
-) -> tuple[list[tuple[str, str, list[float]]], dict[str, list[float]]]:
+Latency = tuple[str, str, list[float], dict[str, list[float]]]
+"""Target, log, each batch's seconds until queryable, and each pass's seconds per batch."""
+
+
+def latencies(folder: Path, batches: int) -> tuple[list[Latency], dict[str, list[float]]]:
     """Per target and log, the seconds until each batch was queryable; the floor's jobs apart."""
     from harness.postgres_server import postgres_server
 
@@ -225,16 +227,16 @@ def latencies(
 
     spark = spark_session("synclog-bench")
     tables = [records_table(n, LATENCY_ROWS) for n in range(batches)]
-    found: list[tuple[str, str, list[float]]] = []
+    found: list[Latency] = []
     try:
         with postgres_server() as pg:
             for url in (f"duckdb:///{folder / 'latency.duckdb'}", pg.url):
                 for api in ("SyncLog.write", "BackgroundLog.write"):
                     storage = folder / f"storage-{len(found)}"
-                    seconds = latency(spark, url, api, tables, storage, len(found) + 1)
+                    seconds, passes = latency(spark, url, api, tables, storage, len(found) + 1)
                     name = "DuckDB" if url.startswith("duckdb") else "PostgreSQL"
                     print(f"  {name}, {api}: p50 {quantile(seconds, 0.5):.2f} s", flush=True)
-                    found.append((name, api, seconds))
+                    found.append((name, api, seconds, passes))
         return found, floor(spark, tables)
     finally:
         # Close the Connect client while its server runs: an open one sends cleanup calls at
@@ -242,8 +244,11 @@ def latencies(
         spark.stop()
 
 
-def latency(spark: Any, url: str, api: str, tables: list[Any], storage: Path, run_id: int) -> list[float]:
-    """Seconds from handing each of `tables` to `api` until a query finds all its rows."""
+def latency(
+    spark: Any, url: str, api: str, tables: list[Any], storage: Path, run_id: int
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Seconds from handing each of `tables` to `api` until a query finds all its rows; and the
+    seconds of each of the write's passes (`WriteResult.passes`), per batch."""
     from synclog import BackgroundLog, SyncLog
     from synclog.config import Config
     from synclog.storage.location import Location
@@ -252,14 +257,17 @@ def latency(spark: Any, url: str, api: str, tables: list[Any], storage: Path, ru
     run = make_run(sync_run_id=run_id)
     config = Config(storage=Location.parse(str(storage)))
     seconds: list[float] = []
+    passes: dict[str, list[float]] = {}
 
     def timed(number: int, write: Callable[[], Any], log: Any) -> None:
         p = log.target.placeholder
         sql = f"SELECT count(*) FROM census.sync_log WHERE sync_run_id = {p} AND batch_number = {p}"
         started = time.perf_counter()
-        write()
+        result = write()
         found = log.target.fetch(sql, [run_id, number])[0][0]
         seconds.append(time.perf_counter() - started)
+        for step, spent in result.passes.items():
+            passes.setdefault(step, []).append(spent)
         assert found == LATENCY_ROWS, f"{url}: batch {number} shows {found} rows"
 
     if api == "SyncLog.write":
@@ -274,7 +282,7 @@ def latency(spark: Any, url: str, api: str, tables: list[Any], storage: Path, ru
             for number, table in enumerate(tables):
                 timed(number, lambda table=table: behind.write(run, table).wait(), behind.log)
             behind.finish(run)
-    return seconds
+    return seconds, passes
 
 
 def floor(spark: Any, tables: list[Any]) -> dict[str, list[float]]:
@@ -306,9 +314,9 @@ def quantile(seconds: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def latency_section(found: list[tuple[str, str, list[float]]], floors: dict[str, list[float]]) -> str:
+def latency_section(found: list[Latency], floors: dict[str, list[float]]) -> str:
     rows = []
-    for name, api, seconds in found:
+    for name, api, seconds, _ in found:
         p50, p95 = quantile(seconds, 0.5), quantile(seconds, 0.95)
         verdict = "met" if p50 < LATENCY_P50 and p95 < LATENCY_P95 else "missed"
         rows.append(
@@ -316,6 +324,11 @@ def latency_section(found: list[tuple[str, str, list[float]]], floors: dict[str,
         )
     floor_rows = [
         f"| {job} | {quantile(s, 0.5):.2f} | {quantile(s, 0.95):.2f} |" for job, s in floors.items()
+    ]
+    pass_rows = [
+        f"| {name} | {api} | {step} | {quantile(spent, 0.5):.2f} |"
+        for name, api, _, passes in found
+        for step, spent in passes.items()
     ]
     return "\n".join(
         [
@@ -335,6 +348,13 @@ def latency_section(found: list[tuple[str, str, list[float]]], floors: dict[str,
             "| job | p50 s | p95 s |",
             "|---|---|---|",
             *floor_rows,
+            "",
+            "Where a batch's seconds went, pass by pass (`WriteResult.passes`, medians); the rest of "
+            "its seconds is the call's own bookkeeping and the count that finds its rows:",
+            "",
+            "| target | log | pass | p50 s |",
+            "|---|---|---|---|",
+            *pass_rows,
             "",
         ]
     )
