@@ -8,11 +8,15 @@ finishes the run, one call after the other (no engine work between them). Modes:
 - warm: a server from `synclog spark start` runs (started once, before the runs, warmed up as
   `start` does, not timed), and the process joins its shared session;
 - warm, BackgroundLog: the same server, the run logged through a `BackgroundLog` (its writes
-  return once durable; closing it waits for the loads, which are counted).
+  return once durable; closing it waits for the loads, which are counted);
+- warm, Spark's jobs alone: the floor, measured apart: the same process joins the same shared
+  session and runs, per batch, a job of the write's shape (the batch as a frame, the identifiers'
+  window, a `mapInArrow` that writes nothing), with nothing of synclog's.
 
 Reported per mode, as the median over the runs: the first write (in cold mode it includes the
 JVM's start), `finish`, and the seconds synclog took in all (import, open, every write, finish,
-close). Writes the section "Small runs" of bench/RESULTS.md (replacing an earlier one).
+close); and, step by step, import and open, the writes, finish and close. Writes the section
+"Small runs" of bench/RESULTS.md (replacing an earlier one).
 
     python bench/small_runs.py [--records 5000] [--batches 5] [--runs 3] [--out bench/RESULTS.md]
 """
@@ -29,6 +33,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from engine_bench import answered, replace_section, start_warm
 
@@ -37,6 +42,10 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 TITLE = "## Small runs"
 GOAL_S = 2.0
 """Warm: synclog's seconds per run at most this."""
+
+
+STEPS = ("open", "writes", "finish", "close")
+"""A run's steps, timed apart: import and open, every write, finish, close."""
 
 
 def one_run(folder: Path, records: int, batches: int, number: int, background: bool) -> dict[str, float]:
@@ -50,18 +59,55 @@ def one_run(folder: Path, records: int, batches: int, number: int, background: b
     run = make_run(sync_id=stable_id("bench_small_runs"), sync_run_id=number)
     config = Config(storage=Location.parse(str(folder / "storage")))
     per_batch = records // batches
-    timings: dict[str, float] = {}
+    timings: dict[str, float] = {"writes": 0.0}
     target = f"duckdb:///{folder / 'logs.duckdb'}"
     with BackgroundLog.open(target, config) if background else SyncLog.open(target, config) as log:
+        timings["open"] = time.perf_counter() - started
         for batch in range(batches):
             rows = answered(batch, per_batch)
             began = time.perf_counter()
             log.write(run, rows)
+            timings["writes"] += time.perf_counter() - began
             if batch == 0:
                 timings["first_write"] = time.perf_counter() - began
         began = time.perf_counter()
         log.finish(run)
         timings["finish"] = time.perf_counter() - began
+        closing = time.perf_counter()
+    timings["close"] = time.perf_counter() - closing
+    timings["total"] = time.perf_counter() - started
+    return timings
+
+
+def spark_alone(records: int, batches: int) -> dict[str, float]:
+    """The floor of one run in this process: per batch, a job of the write's shape on the warm
+    server's shared session, with nothing of synclog's; its timings (seconds)."""
+    started = time.perf_counter()
+    import pyarrow as pa
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from synclog.spark import spark_session
+
+    def nothing(parts: Any) -> Any:
+        for part in parts:
+            yield pa.RecordBatch.from_pydict({"n": pa.array([part.num_rows], pa.int64())})
+
+    spark = spark_session("synclog-bench")
+    timings: dict[str, float] = {"open": time.perf_counter() - started, "writes": 0.0, "finish": 0.0}
+    per_batch = records // batches
+    for batch in range(batches):
+        table = pa.Table.from_pylist(answered(batch, per_batch))
+        began = time.perf_counter()
+        frame = spark.createDataFrame(table)
+        counted = frame.withColumn("_n", F.count(F.lit(1)).over(Window.partitionBy("record_identifier")))
+        counted.mapInArrow(nothing, "n bigint").collect()
+        timings["writes"] += time.perf_counter() - began
+        if batch == 0:
+            timings["first_write"] = time.perf_counter() - began
+    closing = time.perf_counter()
+    spark.stop()
+    timings["close"] = time.perf_counter() - closing
     timings["total"] = time.perf_counter() - started
     return timings
 
@@ -85,6 +131,7 @@ def measure(
                 "--number",
                 str(number),
                 *(["--background"] if "BackgroundLog" in mode else []),
+                *(["--spark-alone"] if "alone" in mode else []),
             ],
             env=env,
             capture_output=True,
@@ -108,6 +155,10 @@ def section(results: dict[str, list[dict[str, float]]], records: int, batches: i
         rows.append(f"| {mode} | {records:,} | {' | '.join(cells)} |")
     warm = statistics.median(r["total"] for r in results["warm"])
     verdict = "met" if warm <= GOAL_S else "missed"
+    steps = [
+        f"| {mode} | {' | '.join(f'{statistics.median(r[step] for r in runs):.2f}' for step in STEPS)} |"
+        for mode, runs in results.items()
+    ]
     return "\n".join(
         [
             TITLE,
@@ -116,14 +167,21 @@ def section(results: dict[str, list[dict[str, float]]], records: int, batches: i
             f"{os.getloadavg()[0]:.1f}. A {records:,}-record run in {batches} batches plus `finish`, "
             "each run a new process writing lists of dicts into DuckDB; cold: the process starts "
             "its own JVM; warm: `synclog spark start` runs (warmed up as it starts); BackgroundLog: "
-            "the run through a `BackgroundLog`, closing it (its loads) included. Medians over "
-            f"{len(results['warm'])} runs per mode.",
+            "the run through a `BackgroundLog`, closing it (its loads) included; Spark's jobs alone: "
+            "the floor, a job of the write's shape per batch on the same session, nothing of "
+            f"synclog's. Medians over {len(results['warm'])} runs per mode.",
             "",
             "| mode | records | first write s | finish s | synclog seconds per run |",
             "|---|---|---|---|---|",
             *rows,
             "",
             f"Goal: warm ≤ {GOAL_S:.0f} s per run — measured {warm:.2f} s ({verdict}).",
+            "",
+            "Step by step (medians, s; open includes the imports):",
+            "",
+            "| mode | open | writes | finish | close |",
+            "|---|---|---|---|---|",
+            *steps,
             "",
         ]
     )
@@ -140,7 +198,11 @@ def main() -> int:
     parser.add_argument("--one-run", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--number", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--spark-alone", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_run and args.spark_alone:
+        print(json.dumps(spark_alone(args.records, args.batches)))
+        return 0
     if args.one_run:
         print(json.dumps(one_run(args.one_run, args.records, args.batches, args.number, args.background)))
         return 0
@@ -157,6 +219,8 @@ def main() -> int:
             results["warm"] = measure("warm", env, args, folder, args.runs + 1)
             background = "warm, BackgroundLog"
             results[background] = measure(background, env, args, folder, 2 * args.runs + 1)
+            alone = "warm, Spark's jobs alone"
+            results[alone] = measure(alone, env, args, folder, 3 * args.runs + 1)
         finally:
             spark_server.stop()
     text = section(results, args.records, args.batches)
