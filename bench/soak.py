@@ -64,6 +64,10 @@ class Soaked:
     """"0", "1" (a chunk found a difference), or "error" (a chunk could not run)."""
     seconds: float = 0.0
     log: str = ""
+    failure: str = ""
+    """What the failing chunk raised (its type and first line): a difference from the model is an
+    AssertionError; anything else is an error of synclog's or of what it runs on, which its log
+    tells apart."""
 
     def row(self) -> str:
         cells = (self.target, f"{self.sequences:,}", f"{self.steps:,}", self.failing, f"{self.seconds:,.0f}")
@@ -99,6 +103,7 @@ def soak(name: str, sequences: int, chunk: int, until: datetime | None) -> Soake
         log = LOGS / f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%S}.txt"
         log.write_text(result.stdout + result.stderr, encoding="utf-8")
         done.failing = "1" if any(line.get("failing") for line in lines) else "error"
+        done.failure = next((line["failure"] for line in lines if line.get("failure")), "")
         done.log = str(log.relative_to(ROOT))
         print(f"{name}: {'FAILED' if done.failing == '1' else 'could not run'}, see {done.log}", flush=True)
         break
@@ -122,7 +127,10 @@ def report(rows: list[Soaked], args: argparse.Namespace) -> str:
     ]
     for row in rows:
         if row.log:
-            lines.append(f"\n{row.target}: the failing chunk's output (its shrunk sequence): `{row.log}`.")
+            raised = f"; it raised `{row.failure}`" if row.failure else ""
+            lines.append(
+                f"\n{row.target}: the failing chunk's output (its shrunk sequence): `{row.log}`{raised}."
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -426,11 +426,11 @@ def run_sequences(harness: Harness, examples: int | None = None) -> None:
     if count is not None:
         chosen = settings(chosen, max_examples=count)
     started = time.perf_counter()
-    failing = 0
+    failing, failure = 0, ""
     try:
         run_state_machine_as_test(machine_for(harness), settings=chosen)
-    except BaseException:
-        failing = 1
+    except BaseException as exc:
+        failing, failure = 1, " ".join([f"{type(exc).__name__}:", *str(exc).strip().splitlines()[:1]])
         raise
     finally:
         stats = os.environ.get(STATS_ENV)
@@ -439,6 +439,7 @@ def run_sequences(harness: Harness, examples: int | None = None) -> None:
                 "target": harness.url.split(":", 1)[0],
                 **harness.counted,
                 "failing": failing,
+                "failure": failure,
                 "seconds": round(time.perf_counter() - started, 1),
             }
             with open(stats, "a", encoding="utf-8") as out:
