@@ -11,7 +11,6 @@ import pyarrow as pa
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.targets.base import Target
-from synclog.targets.lake import LakeTarget
 
 SEED_003 = """SELECT status_message, ARRAY_AGG(identifier) AS rejected_records
 FROM read_parquet('s3://your_bucket/sync_tracking_datasets/1/2/3/*.parquet', union_by_name=True)
@@ -74,13 +73,13 @@ def run_files(org_id: int, sync_id: int, sync_run_id: int) -> str:
     return f"sync_tracking_datasets/{org_id}/{sync_id}/{sync_run_id}/*.parquet"
 
 
-def rejected_records(target: LakeTarget, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
+def rejected_records(target: Target, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
     """Seed 003's query on one run of the lake, unchanged but for its path (bound as a parameter)."""
     sql = SEED_003.replace(SEED_003_PATH, target.placeholder)
     return target.query(sql, [target.uri(run_files(org_id, sync_id, sync_run_id))])
 
 
-def lake_statuses(target: LakeTarget) -> pa.Table:
+def lake_statuses(target: Target) -> pa.Table:
     """Records per status across every run the lake holds."""
     return target.query(
         "SELECT status, COUNT(*) AS records FROM read_parquet(?, union_by_name=True) "
@@ -89,7 +88,7 @@ def lake_statuses(target: LakeTarget) -> pa.Table:
     )
 
 
-def lake_payload_schema(target: LakeTarget, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
+def lake_payload_schema(target: Target, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
     """The record payload schema of one run, from its metadata.json."""
     return target.query(
         "SELECT field.key AS field, field.value ->> '$' AS json_type "

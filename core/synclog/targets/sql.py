@@ -57,7 +57,7 @@ from synclog.targets.sql_loaders import (
 )
 from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
-from synclog.targets.staging import FileStageWriter, StageWriter, fill_from_frame, fill_from_table
+from synclog.targets.staging import FileStageWriter, Stages, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.tables import Column, ColumnType, TableSpec
 
 VERSIONS_TABLE = "synclog_versions"
@@ -245,6 +245,10 @@ class SqlTarget(SqlClient, Target):
         return Relation(schema="s", name="n", quote=caps.identifier_quote).quoted(caps.casefold.apply(name))
 
     # -- the load protocol -------------------------------------------------------------------
+
+    def stages(self) -> Stages:
+        """Every SQL target stages its loads (the protocol above)."""
+        return self
 
     def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
         spec = self.table_spec(table)
@@ -481,10 +485,6 @@ class SqlTarget(SqlClient, Target):
         with published(self.storage.filesystem(), self.storage.path(path), whole=False) as stream:
             rows = export.write_batches(stream, schema, self.result_batches(sql, params, schema))
         return Manifest(self.storage, (StoredFile(path, rows),))
-
-    def json_text_sql(self, expression: str) -> str:
-        """SQL that turns a JSON value into its JSON text (override where a cast does not)."""
-        return self.cast_sql(expression, ColumnType.STRING)
 
     def _read_column(self, column: Column, present: bool) -> str:
         source = self.quote(column.name) if present else "NULL"
