@@ -63,13 +63,20 @@ from synclog.targets.tables import Column, ColumnType, TableSpec
 VERSIONS_TABLE = "synclog_versions"
 """Per schema: which columns each framework table gained, and when (additive migrations)."""
 _DELETE_MARK = "_synclog_delete"
-_VERSIONS_COLUMNS = (
-    Column("table_name", ColumnType.STRING),
-    Column("version", ColumnType.INTEGER),
-    Column("added_columns", ColumnType.STRING),
-    Column("applied_at", ColumnType.TIMESTAMP),
+VERSIONS = TableSpec(
+    layout="synclog",
+    schema="synclog",
+    name=VERSIONS_TABLE,
+    columns=(
+        Column("table_name", ColumnType.STRING),
+        Column("version", ColumnType.INTEGER),
+        Column("added_columns", ColumnType.STRING),
+        Column("applied_at", ColumnType.TIMESTAMP),
+    ),
+    replace_key=("table_name", "version"),
 )
-"""The columns of `VERSIONS_TABLE`, declared through `column_sql` like every other table's."""
+"""`VERSIONS_TABLE`, created through `create_table_sql` like every other table, in the schema of
+each framework table (`layout` and `schema` here name no place of its own)."""
 
 
 class SqlTarget(SqlClient, Target):
@@ -226,7 +233,7 @@ class SqlTarget(SqlClient, Target):
 
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
-        self.execute(sql.create_table(versions.render(), [self.column_sql(c) for c in _VERSIONS_COLUMNS]))
+        self.execute(self.create_table_sql(versions, VERSIONS))
         return versions
 
     def _record_version(self, versions: Relation, table: TableSpec, added: Sequence[Column]) -> None:
@@ -235,7 +242,7 @@ class SqlTarget(SqlClient, Target):
         latest = sql.max_where_equal(versions.render(), self.quote("version"), self.quote("table_name"), p)
         version = (self.fetch(latest, [name])[0][0] or 0) + 1
         self.execute(
-            sql.insert_values(versions.render(), len(_VERSIONS_COLUMNS), p),
+            sql.insert_values(versions.render(), len(VERSIONS.columns), p),
             [name, version, ",".join(c.name for c in added), datetime.now(UTC)],
         )
 
