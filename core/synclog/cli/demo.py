@@ -50,6 +50,14 @@ def add_parser(subs: Any) -> None:
         help=f"only the runs of the last DAYS of the {HISTORY_DAYS} (default {HISTORY_DAYS}; 1 gives "
         "one run per sync): the same runs, fewer of them",
     )
+    demo.add_argument(
+        "--now",
+        type=_now,
+        metavar="TIME",
+        help="a fixed clock: the history ends, and retention counts, at TIME (ISO 8601, e.g. "
+        "2026-03-01T08:00:00Z; UTC without an offset) instead of the current time, so that two "
+        "targets' demos hold the same rows",
+    )
     demo.set_defaults(handler=run_demo)
 
 
@@ -59,11 +67,21 @@ def _days(text: str) -> int:
     return int(text)
 
 
+def _now(text: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be an ISO 8601 time such as 2026-03-01T08:00:00Z, got {text!r}"
+        ) from None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """Simulate, write, report, clean up."""
     if not 0 < args.scale <= 100:
         raise SystemExit(f"synclog: error: --scale must be in (0, 100], got {args.scale}")
-    now = datetime.now(UTC).replace(microsecond=0)
+    now = args.now or datetime.now(UTC).replace(microsecond=0)
     runs = history(now, args.scale, args.days)
     with SyncLog.open(args.target, Config.load(args.config), writes=True) as log:
         log.config = demo_config(log.config, log.connector.capabilities.layouts)
