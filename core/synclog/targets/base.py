@@ -232,8 +232,9 @@ class TargetType:
     """Opens a target; plugins import their warehouse driver here, not at registration."""
     example_url: str = ""
     file_url: bool = False
-    """The URL names a database file (`scheme:///relative/path`, `scheme:////absolute/path`): the
-    core parses it (`TargetURL.file_path`) and refuses a missing file to read-only commands."""
+    """The URL names a database file, or the data folder of an engine that keeps one
+    (`scheme:///relative/path`, `scheme:////absolute/path`): the core parses it
+    (`TargetURL.file_path`) and refuses a missing file or folder to read-only commands."""
     refine: Refiner | None = None
     """Where one target's capabilities follow from its URL or options (Databricks' `json` option,
     the session's table format), they are `refine(capabilities, url, settings)`; called before
