@@ -6,15 +6,27 @@ import csv
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pytest
+import sqlglot
+from sqlglot import exp
 
+from synclog.cli.demo import ANSWERS
 from synclog.cli.main import describe, main
 from synclog.demo.simulator import history
+from synclog.plugins.manager import registry
 from synclog.retention import cutoff
+from synclog.targets.base import TargetSettings
+from synclog.targets.duckdb import CAPABILITIES as DUCKDB
+from synclog.targets.duckdb import DuckDBTarget
+from synclog.tracking import RunQuery, find_runs
+from synclog.urls import TargetURL
 from synclog_testing.conformance import SEED_000_BY_SYNC, SEED_000_DELETES
 
 SEED_NAMES = {
@@ -58,6 +70,10 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         (("runs", "--sync", "1", "--offset", "-1"), "argument --offset: must be 0 or more, got -1"),
         (("demo", "--days", "11"), "argument --days: must be a whole number from 1 to 10, got 11"),
         (("demo", "--days", "0"), "argument --days: must be a whole number from 1 to 10, got 0"),
+        (
+            ("demo", "--now", "yesterday"),
+            "argument --now: must be an ISO 8601 time such as 2026-03-01T08:00:00Z, got 'yesterday'",
+        ),
         (("cleanup", "--target", "warehouse"), "unknown target 'warehouse'"),
         (("cleanup", "--target", "oracle://h/db"), "no installed plugin handles oracle://"),
         (("write", "--run", "absent.json", "--records", "x.parquet"), "cannot read run description"),
@@ -154,6 +170,65 @@ def test_demo_answers_the_seed_queries(demo: Path) -> None:
         assert set(statuses) == {"succeeded", "rejected"}
         reasons = dict(db.sql("SELECT invalid_reason, COUNT(*) FROM census.sync_log GROUP BY 1").fetchall())
         assert reasons.get("NULL", 0) > 0 and reasons.get("DUPLICATE", 0) > 0
+
+
+def test_without_now_the_demo_history_ends_at_the_current_time(demo: Path) -> None:
+    """Each sync's last run starts 11 to 20 hours before the demo ran (see the test above), which
+    was earlier in this session."""
+    with duckdb.connect(str(demo / "demo.duckdb"), read_only=True) as db:
+        (latest,) = db.execute("SELECT MAX(started_at) FROM hightouch_audit.sync_runs").fetchone()
+    now = datetime.now(UTC)
+    assert now - timedelta(days=2) < latest < now - timedelta(hours=11)
+
+
+def test_two_targets_demos_with_one_clock_answer_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--now`: DuckDB's and SQLite's demos hold the same runs, at the times the clock gives, and
+    print the same answers; the runs are those of the day before that time (an offset counts)."""
+    clock = datetime(2026, 3, 1, 7, tzinfo=UTC)
+    expected = [(sim.run.sync_run_id, sim.run.started_at) for sim in history(clock, 0.02, days=1)]
+    config = tmp_path / "synclog.toml"
+    config.write_text(f'storage = "{tmp_path / "storage"}"\n', encoding="utf-8")
+    urls = [f"duckdb:///{tmp_path / 'clock.duckdb'}", f"sqlite:///{tmp_path / 'clock.sqlite'}"]
+    answers, runs = [], []
+    for url in urls:
+        args = ["demo", "--scale", "0.02", "--days", "1", "--now", "2026-03-01T08:00:00+01:00"]
+        assert main(["--config", str(config), *args, "--target", url]) == 0
+        printed = capsys.readouterr().out
+        answers.append(printed.split("\nlogged ", 1)[1])
+        with registry().open(TargetURL.parse(url), TargetSettings(read_only=True)) as target:
+            found = [
+                find_runs(target, RunQuery(sim.run.sync_id)).to_pylist() for sim in history(clock, 0.02, 1)
+            ]
+        runs.append(
+            [(r["sync_run_id"], r["started_at"], r["records"], r["rejected"]) for f in found for r in f]
+        )
+    assert "Who entered and who left the segment in sync 1234's run 5678?" in answers[0]
+    assert answers[0] == answers[1]
+    assert runs[0] == runs[1]
+    assert sorted({(run, started) for run, started, _, _ in runs[0]}) == sorted(expected)
+
+
+def test_the_demo_names_every_column_it_selects(demo: Path) -> None:
+    """An engine names a column selected without an alias its own way (`r.sync_run_id`)."""
+    asked: list[str] = []
+
+    class Asked(DuckDBTarget):
+        def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+            asked.append(sql)
+            return super().query(sql, params)
+
+    url = TargetURL.parse(f"duckdb:///{demo / 'demo.duckdb'}")
+    with Asked(url, TargetSettings(read_only=True), DUCKDB) as target:
+        for answer in (ANSWERS["census"], ANSWERS["hightouch"]):
+            answer(target, 5678)
+    assert len(asked) == 6
+    for sql in asked:
+        unnamed = [
+            e.sql() for e in sqlglot.parse_one(sql, read="duckdb").selects if not isinstance(e, exp.Alias)
+        ]
+        assert unnamed == [], sql
 
 
 def test_demo_cleanup_left_nothing_older_than_retention(demo: Path) -> None:

@@ -39,6 +39,15 @@ def test_a_page_edited_by_hand_is_stale(tmp_path: Path) -> None:
     assert list(stale(tmp_path)) == ["reference/capabilities.md"]
 
 
+def test_the_home_page_names_every_plugin() -> None:
+    home = (ROOT / "docs/index.md").read_text()
+    plugins = sorted(p.parent.name for p in (ROOT / "plugins").glob("*/pyproject.toml"))
+    assert len(plugins) == 5
+    assert [p for p in plugins if p not in home.lower()] == []
+    assert all((ROOT / "docs/warehouses" / f"{p}.md").exists() for p in plugins)
+    assert "(warehouses/index.md)" in home
+
+
 def test_the_alert_keys_are_the_alert_rules() -> None:
     assert config_keys.names("alerts") == {f.name for f in fields(AlertRules)}
 

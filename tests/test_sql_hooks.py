@@ -93,6 +93,37 @@ def test_declarations_casts_and_partitions_go_through_their_hooks(
         assert sorted(r["log_id"] for r in read.collect()) == ["l0", "l1"]
 
 
+class _EngineClause(DuckDBTarget):
+    """DuckDB whose CREATE TABLE carries a clause of its own: a table CHECK, standing in for the
+    engine clause some warehouses need."""
+
+    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
+        columns = ", ".join(self.column_sql(c) for c in table.columns)
+        first = self.quote(table.columns[0].name)
+        return f"CREATE TABLE IF NOT EXISTS {relation.render()} ({columns}, CHECK ({first} IS NOT NULL))"
+
+
+def test_every_framework_table_is_created_through_create_table_sql(tmp_path: Path) -> None:
+    """synclog_versions too: a warehouse whose CREATE TABLE needs a clause adapts it once."""
+    settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
+    target = _EngineClause(TargetURL.parse(f"duckdb:///{tmp_path / 'clause.duckdb'}"), settings, DUCKDB)
+    try:
+        target.ensure([SYNC_LOG, SOURCE_OBJECTS])
+        checked = target.fetch(
+            "SELECT schema_name, table_name FROM duckdb_constraints() "
+            "WHERE constraint_type = 'CHECK' ORDER BY ALL"
+        )
+        assert checked == [
+            ("census", "source_objects"),
+            ("census", "sync_log_records"),
+            ("census", "synclog_versions"),
+        ]
+        versions = target.fetch("SELECT table_name, version FROM census.synclog_versions ORDER BY ALL")
+        assert versions == [("source_objects", 1), ("sync_log_records", 1)]
+    finally:
+        target.close()
+
+
 def test_without_read_casts_a_read_back_casts_nothing(tmp_path: Path, spark: SparkSession) -> None:
     """SQLite (`read_casts = no`): a column the stored table lacks reads as a bare NULL."""
     settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))

@@ -37,7 +37,7 @@ from synclog.targets.sql_loaders import (
 )
 from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_NAME, STAGE_PREFIX
-from synclog.targets.staging import FileStageWriter, StageWriter, TaskStage
+from synclog.targets.staging import FileStageWriter, Stages, StageWriter, TaskStage
 from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.urls import MEMORY, TargetURL
 
@@ -74,6 +74,7 @@ __all__ = [
     "SqlClient",
     "SqlTarget",
     "StageWriter",
+    "Stages",
     "Staging",
     "Statement",
     "StoredFile",

@@ -17,7 +17,7 @@ from synclog.batches import Batch, as_frame
 from synclog.canonical import canonical_frame, flag_repeated, repeated_batches
 from synclog.config import Config
 from synclog.errors import ConfigError, InputError, TargetError, first_line
-from synclog.layouts.base import LayoutContext, Load
+from synclog.layouts.base import LayoutContext, Load, Phase
 from synclog.layouts.registry import layout
 from synclog.model import Run, RunStatus
 from synclog.naming import Relation
@@ -33,7 +33,6 @@ from synclog.storage.runstore import Pending, RunStore, Written
 from synclog.storage.sweep import sweep
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
-from synclog.targets.sql import SqlTarget
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 from synclog.write_job import JobResult, StagedRows, run_write_job
@@ -235,7 +234,7 @@ class SyncLog:
         try:
             loaded = self._swap(staged, result.stages, passes)
             records = self.store.read(self.spark, run, written.batches)
-            loaded.update(self._load(run, records, "batch_rows", passes, skip=done))
+            loaded.update(self._load(run, records, Phase.BATCHES, passes, skip=done))
         except TargetError as exc:
             self._release(staged, None)
             self._keep(run, written.batches, finished=False, error=exc)
@@ -245,7 +244,8 @@ class SyncLog:
     def _open_stages(self, run: Run, ctx: LayoutContext) -> list[_Staged]:
         """A staging relation and a task-side writer for each batch load the write's job can stage."""
         target = self.target
-        if not isinstance(target, SqlTarget):
+        stages = target.stages()
+        if stages is None:
             return []
         loads = list(self._batch_loads(run, ctx))  # every table ensured before any stage exists
         staged: list[_Staged] = []
@@ -255,10 +255,10 @@ class SyncLog:
                 if columns is None or load.scope:
                     continue
                 spec = target.table_spec(load.table)
-                stage = target.open_stage(spec)
-                writer = target.stage_writer(stage, spec)
+                stage = stages.open_stage(spec)
+                writer = stages.stage_writer(stage, spec)
                 if writer is None:
-                    target.release_stage(stage)
+                    stages.release_stage(stage)
                     continue
                 staged.append(_Staged(load.table, spec, stage, StagedRows(columns, writer)))
         except BaseException as exc:
@@ -283,17 +283,18 @@ class SyncLog:
         """Finish each stage the job filled, swap it into its table, release it."""
         loaded: dict[str, int] = {}
         target = self.target
-        if not isinstance(target, SqlTarget):  # only a SQL target has stages
+        stages = target.stages()
+        if stages is None:  # nothing was staged
             return loaded
         while staged:
             item = staged.pop(0)
             done = reports.pop(0)
             started = time.perf_counter()
             try:
-                count = target.load_staged(item.stage, item.spec, done)
-                target.swap_staged(item.spec, item.stage, count, None)
+                count = stages.load_staged(item.stage, item.spec, done)
+                stages.swap_staged(item.spec, item.stage, count, None)
             finally:
-                target.release_stage(item.stage)
+                stages.release_stage(item.stage)
             relation = str(target.relation(item.table, item.table.view))
             loaded[relation] = count
             passes[f"load {relation}"] = passes.get(f"load {relation}", 0.0) + time.perf_counter() - started
@@ -309,19 +310,19 @@ class SyncLog:
         """
         outage: TargetError | None = failure if isinstance(failure, TargetError) else None
         refused: InputError | None = None
-        target = self.connector.target if staged else None
+        stages = self.connector.target.stages() if staged else None
         for item in staged:
-            if not isinstance(target, SqlTarget):  # only a SQL target has stages
+            if stages is None:  # a target without stages staged nothing
                 break
             if isinstance(failure, Exception) and outage is None and refused is None:
                 try:
-                    target.raise_stage_failure(failure, item.spec)
+                    stages.raise_stage_failure(failure, item.spec)
                 except TargetError as exc:
                     outage = exc
                 except InputError as exc:
                     refused = exc
             with contextlib.suppress(TargetError):
-                target.release_stage(item.stage)
+                stages.release_stage(item.stage)
         staged.clear()
         if refused is not None:
             raise refused from None
@@ -448,12 +449,12 @@ class SyncLog:
             loaded = {}
             if batches:
                 records = self.store.read(self.spark, run, batches)
-                loaded.update(self._load(run, records, "batch_rows", passes))
+                loaded.update(self._load(run, records, Phase.BATCHES, passes))
             self.store.clear_pending(run)
             if finished:
                 try:
                     self._admit(run)
-                    loaded.update(self._load(run, self.store.read(self.spark, run), "run_rows", passes))
+                    loaded.update(self._load(run, self.store.read(self.spark, run), Phase.RUN, passes))
                 except InputError as exc:  # refused: the run stays whole in the store, for flush
                     self.store.mark_pending(run, (), finished=True, refused=str(exc))
                     raise
@@ -509,11 +510,11 @@ class SyncLog:
         self,
         run: Run,
         records: DataFrame,
-        phase: str,
+        phase: Phase,
         passes: dict[str, float],
         skip: Set[TableSpec] = frozenset(),
     ) -> dict[str, int]:
-        """Load each table of each layout's `phase` (`batch_rows`, `run_rows`) but those in `skip`."""
+        """Load each table of each layout's loads of `phase` but those in `skip`."""
         settings = self.config.sync(run.sync_id)
         loaded: dict[str, int] = {}
         with ExitStack() as reads:
@@ -523,10 +524,10 @@ class SyncLog:
                     return None
                 return reads.enter_context(self.target.read_rows(table, run.sync_id, self.spark))
 
-            types = self.store.payload_schema(run) if phase == "run_rows" else None
+            types = self.store.payload_schema(run) if phase is Phase.RUN else None
             ctx = LayoutContext(run, records, self.target.capabilities, previous, types)
             for name in self.layouts(run.sync_id):
-                for load in getattr(layout(name), phase)(ctx):
+                for load in phase.loads(layout(name), ctx):
                     table = load.table
                     if table in skip or not settings.table(table.view or table.name).enabled:
                         continue
@@ -537,7 +538,7 @@ class SyncLog:
                         continue  # the same metadata rows as this table's last load: it holds them
                     started = time.perf_counter()
                     loaded[relation] = self.target.replace_rows(table, load.rows, load.scope or None)
-                    step = f"{'load' if phase == 'batch_rows' else 'finish'} {relation}"
+                    step = f"{phase.value} {relation}"
                     passes[step] = passes.get(step, 0.0) + time.perf_counter() - started
                     if digest is not None:
                         self._loaded[relation] = digest

@@ -19,7 +19,6 @@ from synclog.config import Config, SyncSettings
 from synclog.demo import report
 from synclog.demo.simulator import DEMO_ORG_ID, HISTORY_DAYS, RUNS_PER_SYNC, SYNCS, history, records
 from synclog.targets.base import Target
-from synclog.targets.lake import LakeTarget
 from synclog.writer import SyncLog
 
 DEMO_TARGET = "duckdb:///synclog-demo.duckdb"
@@ -51,6 +50,14 @@ def add_parser(subs: Any) -> None:
         help=f"only the runs of the last DAYS of the {HISTORY_DAYS} (default {HISTORY_DAYS}; 1 gives "
         "one run per sync): the same runs, fewer of them",
     )
+    demo.add_argument(
+        "--now",
+        type=_now,
+        metavar="TIME",
+        help="a fixed clock: the history ends, and retention counts, at TIME (ISO 8601, e.g. "
+        "2026-03-01T08:00:00Z; UTC without an offset) instead of the current time, so that two "
+        "targets' demos hold the same rows",
+    )
     demo.set_defaults(handler=run_demo)
 
 
@@ -60,11 +67,21 @@ def _days(text: str) -> int:
     return int(text)
 
 
+def _now(text: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be an ISO 8601 time such as 2026-03-01T08:00:00Z, got {text!r}"
+        ) from None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """Simulate, write, report, clean up."""
     if not 0 < args.scale <= 100:
         raise SystemExit(f"synclog: error: --scale must be in (0, 100], got {args.scale}")
-    now = datetime.now(UTC).replace(microsecond=0)
+    now = args.now or datetime.now(UTC).replace(microsecond=0)
     runs = history(now, args.scale, args.days)
     with SyncLog.open(args.target, Config.load(args.config), writes=True) as log:
         log.config = demo_config(log.config, log.connector.capabilities.layouts)
@@ -133,8 +150,6 @@ def _census_answers(target: Target, last: int) -> None:
 
 
 def _lake_answers(target: Target, last: int) -> None:
-    if not isinstance(target, LakeTarget):
-        raise TypeError(f"the lake layout's answers need a lake target, not {target.url}")
     org = DEMO_ORG_ID
     print(f"Why were records of sync 1234's run {last} rejected? (seed 003, on {target.uri()})")
     print(report.SEED_003.replace(report.SEED_003_PATH, repr(target.uri(report.run_files(org, 1234, last)))))

@@ -1,5 +1,8 @@
 """Answer the seeds' questions on what the demo wrote: SQL per layout, as the seeds write it.
 
+Every selected column has an alias: an engine names a column selected without one its own way
+(`r.sync_run_id` or `sync_run_id`), so answers compare across engines only with one.
+
 Counts are COUNTs, never SUMs of 0 and 1: a SUM's type differs between warehouses (fakesnow,
 Snowflake on DuckDB, answers it as a float), a COUNT is an integer on every one.
 """
@@ -11,7 +14,6 @@ import pyarrow as pa
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.targets.base import Target
-from synclog.targets.lake import LakeTarget
 
 SEED_003 = """SELECT status_message, ARRAY_AGG(identifier) AS rejected_records
 FROM read_parquet('s3://your_bucket/sync_tracking_datasets/1/2/3/*.parquet', union_by_name=True)
@@ -25,7 +27,7 @@ def rejection_reasons(target: Target, limit: int = 5) -> pa.Table:
     """The destination's most common reasons for rejecting records."""
     log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
     return target.query(
-        f"SELECT status_message, COUNT(*) AS records FROM {log} "
+        f"SELECT status_message AS status_message, COUNT(*) AS records FROM {log} "
         "WHERE status = 'rejected' AND invalid_reason IS NULL AND status_message IS NOT NULL "
         f"GROUP BY status_message ORDER BY records DESC, status_message LIMIT {int(limit)}"
     )
@@ -35,7 +37,7 @@ def invalid_records(target: Target) -> pa.Table:
     """How many records the identifier checks flagged, by reason."""
     log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
     return target.query(
-        f"SELECT invalid_reason, COUNT(*) AS records FROM {log} "
+        f"SELECT invalid_reason AS invalid_reason, COUNT(*) AS records FROM {log} "
         "WHERE invalid_reason IS NOT NULL GROUP BY invalid_reason ORDER BY invalid_reason"
     )
 
@@ -74,22 +76,22 @@ def run_files(org_id: int, sync_id: int, sync_run_id: int) -> str:
     return f"sync_tracking_datasets/{org_id}/{sync_id}/{sync_run_id}/*.parquet"
 
 
-def rejected_records(target: LakeTarget, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
+def rejected_records(target: Target, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
     """Seed 003's query on one run of the lake, unchanged but for its path (bound as a parameter)."""
     sql = SEED_003.replace(SEED_003_PATH, target.placeholder)
     return target.query(sql, [target.uri(run_files(org_id, sync_id, sync_run_id))])
 
 
-def lake_statuses(target: LakeTarget) -> pa.Table:
+def lake_statuses(target: Target) -> pa.Table:
     """Records per status across every run the lake holds."""
     return target.query(
-        "SELECT status, COUNT(*) AS records FROM read_parquet(?, union_by_name=True) "
+        "SELECT status AS status, COUNT(*) AS records FROM read_parquet(?, union_by_name=True) "
         "GROUP BY status ORDER BY status",
         [target.uri("sync_tracking_datasets/*/*/*/*.parquet")],
     )
 
 
-def lake_payload_schema(target: LakeTarget, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
+def lake_payload_schema(target: Target, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
     """The record payload schema of one run, from its metadata.json."""
     return target.query(
         "SELECT field.key AS field, field.value ->> '$' AS json_type "
@@ -103,7 +105,8 @@ def sync_errors(target: Target, limit: int = 5) -> pa.Table:
     """Seed 002: the most common sync errors among the rows' latest statuses."""
     snapshot = target.relation(SNAPSHOT).render()
     return target.query(
-        f"SELECT failure_reason, COUNT(*) AS c FROM {snapshot} WHERE failure_reason IS NOT NULL "
+        f"SELECT failure_reason AS failure_reason, COUNT(*) AS c FROM {snapshot} "
+        "WHERE failure_reason IS NOT NULL "
         f"GROUP BY failure_reason ORDER BY c DESC, failure_reason LIMIT {int(limit)}"
     )
 
@@ -116,7 +119,7 @@ def audience_moves(target: Target) -> pa.Table:
         f"COUNT(CASE WHEN c.op_type = '{op}' THEN 1 END) AS {name}" for op, name in counted.items()
     )
     moves = target.query(
-        f"SELECT r.model_name AS audience, r.sync_run_id, r.status AS run_status, {sums}, "
+        f"SELECT r.model_name AS audience, r.sync_run_id AS sync_run_id, r.status AS run_status, {sums}, "
         "COUNT(CASE WHEN c.status = 'failed' THEN 1 END) AS failed, "
         "COUNT(CASE WHEN c.status = 'aborted' THEN 1 END) AS aborted "
         f"FROM {changelog} c JOIN {runs} r ON c.sync_run_id = r.sync_run_id "

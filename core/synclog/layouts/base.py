@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame
@@ -67,3 +68,16 @@ class Layout(ABC):
         before the run's first batch is logged; `ensure` makes a table exist first). Nothing
         by default: most layouts take any run."""
         return
+
+
+class Phase(Enum):
+    """When loads are made (the value names the step in a write's timings)."""
+
+    BATCHES = "load"
+    """As batches arrive: `Layout.batch_rows`."""
+    RUN = "finish"
+    """Once the run has ended: `Layout.run_rows`."""
+
+    def loads(self, layout: Layout, ctx: LayoutContext) -> Iterator[Load]:
+        """The loads `layout` makes in this phase."""
+        return layout.batch_rows(ctx) if self is Phase.BATCHES else layout.run_rows(ctx)

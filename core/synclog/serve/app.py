@@ -39,7 +39,6 @@ from synclog.plugins.manager import registry
 from synclog.result_files import encode_rows
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
-from synclog.targets.duckdb import DuckDBTarget
 from synclog.tracking import (
     RecordQuery,
     RunQuery,
@@ -75,9 +74,10 @@ _SECURITY_HEADERS = {
 class Viewer:
     """The target the pages read, used by one request at a time.
 
-    A DuckDB file is opened for each request and closed after it, so that a writer (the demo,
-    `synclog write`) can take the file between page views; other targets keep their connection
-    (and connect again after a failure).
+    A target whose open connection keeps writers out (`Target.exclusive`: a DuckDB file) is
+    opened for each request and closed after it, so that a writer (the demo, `synclog write`)
+    can take it between page views; other targets keep their connection (and connect again
+    after a failure).
     """
 
     def __init__(self, connector: Connector, config: Config) -> None:
@@ -102,7 +102,7 @@ class Viewer:
             per_request = False
             try:
                 target = self.connector.target
-                per_request = isinstance(target, DuckDBTarget) and target.path != ":memory:"
+                per_request = target.exclusive
                 yield target
             except TargetError:
                 self.connector.reset()

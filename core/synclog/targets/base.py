@@ -20,11 +20,23 @@ from synclog.naming import LineageDataset, Relation, check_name, url_dataset
 from synclog.storage.location import Location
 from synclog.targets.contract import check_target_class, required_methods, unimplemented
 from synclog.targets.rows import Rows
-from synclog.targets.tables import TableSpec
+from synclog.targets.staging import Stages
+from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import MEMORY, TargetURL
 
 DEFAULT_STORAGE = ".synclog"
 """Where the run store, the spool and load staging live unless `storage` says otherwise."""
+
+
+_STANDARD_TYPES: Mapping[ColumnType, str] = {
+    ColumnType.BIGINT: "BIGINT",
+    ColumnType.INTEGER: "INTEGER",
+    ColumnType.STRING: "VARCHAR",
+    ColumnType.JSON: "VARCHAR",
+    ColumnType.TIMESTAMP: "TIMESTAMP",
+    ColumnType.BOOLEAN: "BOOLEAN",
+}
+"""Standard SQL's names of the logical types: what `Target.cast_sql` casts to by default."""
 
 
 def default_storage() -> Location:
@@ -128,6 +140,27 @@ class Target(ABC):
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
         """Remove the rows of `table` older than their sync's cut-off; return how many."""
 
+    def stages(self) -> Stages | None:
+        """How the write's one Spark job stages this target's loads (`synclog.targets.staging`).
+        None by default: the target has no stages, and every load goes through `replace_rows`."""
+        return None
+
+    def cast_sql(self, expression: str, type_: ColumnType) -> str:
+        """`expression` as a value of a logical type, in the SQL of `query` (Sync Tracking's typed
+        NULLs). This default casts to standard SQL's type names; a SQL target casts to its own."""
+        return f"CAST({expression} AS {_STANDARD_TYPES[type_]})"
+
+    def json_text_sql(self, expression: str) -> str:
+        """SQL of `query` that turns a JSON value into its JSON text (Sync Tracking reads payloads
+        as text): a cast to a string by default; override where a cast does not."""
+        return self.cast_sql(expression, ColumnType.STRING)
+
+    @property
+    def exclusive(self) -> bool:
+        """Whether this open connection keeps other processes (a writer) out of the warehouse, so
+        that a reader idle between requests closes it after each (`synclog serve`). False by default."""
+        return False
+
     @classmethod
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:
         """The methods this class must implement to hold `capabilities` (its layouts' calls)."""
@@ -146,6 +179,12 @@ class Target(ABC):
         memory as a whole.
         """
         raise TargetError(f"the {type(self).__name__} target cannot read log rows back")
+
+    @unimplemented
+    def uri(self, relative: str = "") -> str:
+        """Where readers outside synclog (DuckDB, Spark, …) find `relative` among the target's
+        files: what a target whose data is files (the lake layout's) answers."""
+        raise TargetError(f"the {type(self).__name__} target keeps no files readers can find")
 
     @abstractmethod
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
@@ -193,8 +232,9 @@ class TargetType:
     """Opens a target; plugins import their warehouse driver here, not at registration."""
     example_url: str = ""
     file_url: bool = False
-    """The URL names a database file (`scheme:///relative/path`, `scheme:////absolute/path`): the
-    core parses it (`TargetURL.file_path`) and refuses a missing file to read-only commands."""
+    """The URL names a database file, or the data folder of an engine that keeps one
+    (`scheme:///relative/path`, `scheme:////absolute/path`): the core parses it
+    (`TargetURL.file_path`) and refuses a missing file or folder to read-only commands."""
     refine: Refiner | None = None
     """Where one target's capabilities follow from its URL or options (Databricks' `json` option,
     the session's table format), they are `refine(capabilities, url, settings)`; called before

@@ -37,9 +37,10 @@ WRITE_METHODS: tuple[str, ...] = (
 LAYOUT_METHODS: Mapping[str, tuple[str, ...]] = {
     "census": WRITE_METHODS,
     "hightouch": (*WRITE_METHODS, "read_rows"),
-    "lake": WRITE_METHODS,
+    "lake": (*WRITE_METHODS, "uri"),
 }
-"""Per layout, the target methods it calls (hightouch reads a sync's snapshot back to diff a run)."""
+"""Per layout, the target methods it calls (hightouch reads a sync's snapshot back to diff a run;
+the lake's readers find its files by `uri`)."""
 
 
 def unimplemented(method: _Method) -> _Method:

@@ -18,7 +18,7 @@ from synclog.targets.base import TargetSettings, TargetType
 from synclog.targets.sql import SqlTarget
 from synclog.targets.sql_loaders import FileLoader
 from synclog.targets.tables import ColumnType, TableSpec
-from synclog.urls import TargetURL
+from synclog.urls import MEMORY, TargetURL
 
 CAPABILITIES = Capabilities(
     json_type="JSON",
@@ -61,6 +61,11 @@ class DuckDBTarget(SqlTarget, FileLoader):
             raise TargetError(f"cannot open DuckDB database {self.path}: {exc}") from None
         self.connection.execute("SET TimeZone = 'UTC'")
         self._limit_memory(memory_limit)
+
+    @property
+    def exclusive(self) -> bool:
+        """A DuckDB file is locked by the process that has it open (`:memory:` is nobody else's)."""
+        return self.path != MEMORY
 
     def _limit_memory(self, limit: str) -> None:
         try:

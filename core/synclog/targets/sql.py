@@ -57,19 +57,26 @@ from synclog.targets.sql_loaders import (
 )
 from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
-from synclog.targets.staging import FileStageWriter, StageWriter, fill_from_frame, fill_from_table
+from synclog.targets.staging import FileStageWriter, Stages, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.tables import Column, ColumnType, TableSpec
 
 VERSIONS_TABLE = "synclog_versions"
 """Per schema: which columns each framework table gained, and when (additive migrations)."""
 _DELETE_MARK = "_synclog_delete"
-_VERSIONS_COLUMNS = (
-    Column("table_name", ColumnType.STRING),
-    Column("version", ColumnType.INTEGER),
-    Column("added_columns", ColumnType.STRING),
-    Column("applied_at", ColumnType.TIMESTAMP),
+VERSIONS = TableSpec(
+    layout="synclog",
+    schema="synclog",
+    name=VERSIONS_TABLE,
+    columns=(
+        Column("table_name", ColumnType.STRING),
+        Column("version", ColumnType.INTEGER),
+        Column("added_columns", ColumnType.STRING),
+        Column("applied_at", ColumnType.TIMESTAMP),
+    ),
+    replace_key=("table_name", "version"),
 )
-"""The columns of `VERSIONS_TABLE`, declared through `column_sql` like every other table's."""
+"""`VERSIONS_TABLE`, created through `create_table_sql` like every other table, in the schema of
+each framework table (`layout` and `schema` here name no place of its own)."""
 
 
 class SqlTarget(SqlClient, Target):
@@ -226,7 +233,7 @@ class SqlTarget(SqlClient, Target):
 
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
-        self.execute(sql.create_table(versions.render(), [self.column_sql(c) for c in _VERSIONS_COLUMNS]))
+        self.execute(self.create_table_sql(versions, VERSIONS))
         return versions
 
     def _record_version(self, versions: Relation, table: TableSpec, added: Sequence[Column]) -> None:
@@ -235,7 +242,7 @@ class SqlTarget(SqlClient, Target):
         latest = sql.max_where_equal(versions.render(), self.quote("version"), self.quote("table_name"), p)
         version = (self.fetch(latest, [name])[0][0] or 0) + 1
         self.execute(
-            sql.insert_values(versions.render(), len(_VERSIONS_COLUMNS), p),
+            sql.insert_values(versions.render(), len(VERSIONS.columns), p),
             [name, version, ",".join(c.name for c in added), datetime.now(UTC)],
         )
 
@@ -245,6 +252,10 @@ class SqlTarget(SqlClient, Target):
         return Relation(schema="s", name="n", quote=caps.identifier_quote).quoted(caps.casefold.apply(name))
 
     # -- the load protocol -------------------------------------------------------------------
+
+    def stages(self) -> Stages:
+        """Every SQL target stages its loads (the protocol above)."""
+        return self
 
     def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
         spec = self.table_spec(table)
@@ -481,10 +492,6 @@ class SqlTarget(SqlClient, Target):
         with published(self.storage.filesystem(), self.storage.path(path), whole=False) as stream:
             rows = export.write_batches(stream, schema, self.result_batches(sql, params, schema))
         return Manifest(self.storage, (StoredFile(path, rows),))
-
-    def json_text_sql(self, expression: str) -> str:
-        """SQL that turns a JSON value into its JSON text (override where a cast does not)."""
-        return self.cast_sql(expression, ColumnType.STRING)
 
     def _read_column(self, column: Column, present: bool) -> str:
         source = self.quote(column.name) if present else "NULL"

@@ -13,18 +13,20 @@ driver for the few rows built there (`fill_from_table`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from synclog.capabilities import FileFormat
+from synclog.naming import Relation
 from synclog.storage.files import PartFiles, task_number
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
+from synclog.targets.tables import TableSpec
 
 REPORT_SCHEMA = pa.schema([("report", pa.string())])
 REPORT = from_arrow_schema(REPORT_SCHEMA)
@@ -49,6 +51,33 @@ class StageWriter(Protocol):
 
     def open(self, part: int) -> TaskStage:
         """The stage of Spark partition `part` (0 on the driver)."""
+
+
+class Stages(Protocol):
+    """A target whose loads the write's one Spark job can stage (`Target.stages`): a stage is
+    opened per load, its tasks fill it through `stage_writer`, then the driver finishes it, swaps
+    it into its table and releases it (the load protocol of `synclog.targets.sql`)."""
+
+    def open_stage(self, table: TableSpec) -> Relation:
+        """A fresh, empty staging relation for one load of `table` (as `Target.table_spec` gives it)."""
+
+    def stage_writer(self, stage: Relation, table: TableSpec) -> StageWriter | None:
+        """What the tasks write `stage` with; None: this load cannot be staged by tasks."""
+
+    def load_staged(self, stage: Relation, table: TableSpec, reports: Sequence[str]) -> int:
+        """Finish filling `stage` from the tasks' reports; return its rows."""
+
+    def swap_staged(
+        self, table: TableSpec, stage: Relation, count: int, scope: Mapping[str, Any] | None
+    ) -> None:
+        """Replace, atomically, what the `count` staged rows (or the `scope`) replace."""
+
+    def release_stage(self, stage: Relation) -> None:
+        """Drop `stage` and what was staged for it (also after a failed load)."""
+
+    def raise_stage_failure(self, failure: Exception, table: TableSpec) -> None:
+        """Raise the one-line error a failed job amounts to where a task filling a stage of
+        `table` failed; return when the failure is not the stage's."""
 
 
 @dataclass(frozen=True)

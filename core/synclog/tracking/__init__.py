@@ -15,8 +15,6 @@ from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG
 from synclog.layouts.lake import RECORDS as LAKE_RECORDS
 from synclog.targets.base import Target
-from synclog.targets.lake import LakeTarget
-from synclog.targets.sql import SqlTarget
 from synclog.targets.tables import TableSpec
 from synclog.tracking.base import RECORDS, RUNS, SYNCS, LayoutTracking, RecordQuery, RunQuery, Tracked
 from synclog.tracking.lake import LakeTracking
@@ -78,14 +76,17 @@ def tracking(target: Target, layout: str | None = None) -> LayoutTracking:
     )
 
 
+_QUERIES: dict[str, type[LayoutTracking]] = {
+    "census": CensusTracking,
+    "hightouch": HightouchTracking,
+    "lake": LakeTracking,
+}
+"""Each layout's queries: through `Target.query` on whichever target holds the layout (and, for
+the lake, where its files are: `Target.uri`)."""
+
+
 def _queries(target: Target, layout: str) -> LayoutTracking:
-    if layout == "lake" and isinstance(target, LakeTarget):
-        return LakeTracking(target)
-    if isinstance(target, SqlTarget):
-        return CensusTracking(target) if layout == "census" else HightouchTracking(target)
-    raise ConfigError(
-        f"{target.url}: Sync Tracking reads SQL warehouses and the lake, not {type(target).__name__}"
-    )
+    return _QUERIES[layout](target)
 
 
 def _shown(target: Target, layout: str) -> str:

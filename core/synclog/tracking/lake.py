@@ -1,4 +1,4 @@
-"""Sync Tracking over the lake's files, read by the lake target's DuckDB.
+"""Sync Tracking over the lake layout's files, read by its target's `query` (the lake's DuckDB).
 
 Records: the run's records files; sync, run and batch come from each file's path. Statuses:
 succeeded as stored; NULL and DUPLICATE are invalid; a rejection with the "Not attempted"
@@ -15,7 +15,6 @@ from __future__ import annotations
 import pyarrow as pa
 
 from synclog.layouts.lake import ABORTED_MESSAGE
-from synclog.targets.lake import LakeTarget
 from synclog.tracking.base import (
     RUN_COUNTS,
     SYNCS,
@@ -55,16 +54,12 @@ class LakeTracking(LayoutTracking):
 
     table_name = "sync_tracking_datasets"
 
-    def __init__(self, target: LakeTarget) -> None:
-        super().__init__(target)
-        self.lake = target
-
     def _glob(self, sync_id: int | None, run: str, name: str) -> str | None:
         """The lake URI matching `name` in the sync's runs (every sync's, for None), or None when
         no file matches."""
         sync = "*" if sync_id is None else str(int(sync_id))
-        pattern = self.lake.uri(f"sync_tracking_datasets/*/{sync}/{run}/{name}")
-        found = self.lake.query("SELECT COUNT(*) FROM glob(?)", [pattern]).column(0)[0].as_py()
+        pattern = self.target.uri(f"sync_tracking_datasets/*/{sync}/{run}/{name}")
+        found = self.target.query("SELECT COUNT(*) FROM glob(?)", [pattern]).column(0)[0].as_py()
         return pattern if found else None
 
     def source(self, sync_id: int | None, sync_run_id: int | None = None) -> Source | None:
@@ -121,7 +116,7 @@ class LakeTracking(LayoutTracking):
             "FROM m FULL OUTER JOIN c ON m.sync_id = c.sync_id AND m.sync_run_id = c.sync_run_id "
             f"ORDER BY started_at DESC, sync_run_id DESC{page(query.limit, query.offset)}"
         )
-        return conform(self.lake.query(sql, params), RUN_COUNTS)
+        return conform(self.target.query(sql, params), RUN_COUNTS)
 
     def syncs(self, limit: int = 1000) -> pa.Table:
         source = self.source(None)
@@ -131,7 +126,7 @@ class LakeTracking(LayoutTracking):
             "SELECT sync_id, sync_run_id, COUNT(*) AS records, MIN(batch_started_at) AS started_at "
             f"FROM ({source.sql}) t GROUP BY sync_id, sync_run_id"
         )
-        return conform(self.lake.query(syncs_sql(runs, limit), source.params), SYNCS)
+        return conform(self.target.query(syncs_sql(runs, limit), source.params), SYNCS)
 
 
 def _nothing(columns: dict[str, str]) -> str:

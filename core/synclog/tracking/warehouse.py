@@ -27,7 +27,7 @@ from synclog.layouts.census import ABORTED_MESSAGE, SYNC_LOG
 from synclog.layouts.census import RUNS as CENSUS_RUNS
 from synclog.layouts.hightouch import CHANGELOG
 from synclog.layouts.hightouch import RUNS as SYNC_RUNS
-from synclog.targets.sql import SqlTarget
+from synclog.targets.base import Target
 from synclog.targets.tables import ColumnType
 from synclog.tracking.base import (
     RUN_COUNTS,
@@ -47,14 +47,13 @@ from synclog.tracking.base import (
 class CensusTracking(LayoutTracking):
     """Records and runs from the census `sync_log`."""
 
-    def __init__(self, target: SqlTarget) -> None:
+    def __init__(self, target: Target) -> None:
         super().__init__(target)
-        self.sql_target = target
         self.table_name = str(target.relation(SYNC_LOG, SYNC_LOG.view))
 
     def source(self, sync_id: int, sync_run_id: int | None = None) -> Source:
-        view = self.sql_target.relation(SYNC_LOG, SYNC_LOG.view).render()
-        payload = self.sql_target.json_text_sql("record_payload")
+        view = self.target.relation(SYNC_LOG, SYNC_LOG.view).render()
+        payload = self.target.json_text_sql("record_payload")
         tracked = (
             f"CASE WHEN invalid_reason IS NOT NULL THEN '{Tracked.INVALID}' "
             f"WHEN status = 'succeeded' THEN '{Tracked.SUCCEEDED}' "
@@ -71,7 +70,7 @@ class CensusTracking(LayoutTracking):
 
     def runs(self, query: RunQuery) -> pa.Table:
         source = self.source(query.sync_id)
-        t = self.sql_target
+        t = self.target
         counted = (
             "SELECT sync_id, sync_run_id, MIN(batch_started_at) AS first_batch, "
             "MAX(batch_completed_at) AS last_batch, "
@@ -101,7 +100,7 @@ class CensusTracking(LayoutTracking):
         return conform(self.target.query(sql, params), RUN_COUNTS)
 
     def syncs(self, limit: int = 1000) -> pa.Table:
-        view = self.sql_target.relation(SYNC_LOG, SYNC_LOG.view).render()
+        view = self.target.relation(SYNC_LOG, SYNC_LOG.view).render()
         runs = (
             "SELECT sync_id, sync_run_id, COUNT(*) AS records, MIN(batch_started_at) AS started_at "
             f"FROM {view} GROUP BY sync_id, sync_run_id"
@@ -130,13 +129,12 @@ def _number_of(state: Tracked) -> str:
 class HightouchTracking(LayoutTracking):
     """Records from `sync_changelog`, runs from `sync_runs`."""
 
-    def __init__(self, target: SqlTarget) -> None:
+    def __init__(self, target: Target) -> None:
         super().__init__(target)
-        self.sql_target = target
         self.table_name = str(target.relation(CHANGELOG))
 
     def source(self, sync_id: int, sync_run_id: int | None = None) -> Source:
-        t = self.sql_target
+        t = self.target
         tracked = (
             f"CASE WHEN invalid_reason IS NOT NULL THEN '{Tracked.INVALID}' "
             f"WHEN status = 'succeeded' THEN '{Tracked.SUCCEEDED}' "
@@ -176,12 +174,12 @@ class HightouchTracking(LayoutTracking):
         sql = (
             "SELECT r.sync_id, r.sync_run_id, r.started_at, r.finished_at, "
             f"CASE WHEN {partial} THEN 'partial' ELSE r.status END AS status, "
-            f"{self.sql_target.json_text_sql('r.extra')} AS extra, "
+            f"{self.target.json_text_sql('r.extra')} AS extra, "
             f"{total('planned')} AS records, {total('succeeded')} - {invalid('succeeded')} AS succeeded, "
             f"{total('failed')} + {invalid('succeeded')} + {invalid('aborted')} AS failed, "
             f"{total('failed')} - c.invalid_failed AS rejected, c.invalid AS invalid, "
             f"{total('planned')} - {total('attempted')} - {invalid('aborted')} AS aborted "
-            f"FROM {self.sql_target.relation(SYNC_RUNS).render()} r LEFT JOIN ("
+            f"FROM {self.target.relation(SYNC_RUNS).render()} r LEFT JOIN ("
             "SELECT sync_id, sync_run_id, "
             f"SUM(CASE WHEN tracked_status = '{Tracked.INVALID}' THEN 1 ELSE 0 END) AS invalid, "
             f"{flagged} FROM ({source.sql}) t GROUP BY sync_id, sync_run_id) c "
@@ -195,7 +193,7 @@ class HightouchTracking(LayoutTracking):
         planned = " + ".join(f"num_planned_{op}" for op in ("add", "change", "remove"))
         sql = (
             f"SELECT sync_id, COUNT(*) AS runs, SUM({planned}) AS records, "
-            f"MAX(started_at) AS last_started_at FROM {self.sql_target.relation(SYNC_RUNS).render()} "
+            f"MAX(started_at) AS last_started_at FROM {self.target.relation(SYNC_RUNS).render()} "
             f"GROUP BY sync_id ORDER BY last_started_at DESC, sync_id{page(limit, 0)}"
         )
         return conform(self.target.query(sql), SYNCS)

@@ -616,8 +616,12 @@ class HightouchConformance(ConformanceBase):
         assert [tuple(r.values()) for r in errors.to_pylist()] == [(REJECTION, 2)]
         # What `synclog demo` asks of the hightouch layout, in the demo's own SQL.
         assert values(report.sync_errors(target)) == [(REJECTION, 2)]
-        per_run = [(m[1], m[3], m[4], m[5]) for m in values(report.audience_moves(target))]
+        audience_moves = report.audience_moves(target)
+        per_run = [(m[1], m[3], m[4], m[5]) for m in values(audience_moves)]
         assert per_run == [(701, 6, 0, 0), (702, 4, 2, 1)]  # (run, entered, changed, left)
+        # The demo names every column it selects: the same names on every engine.
+        named = ["audience", "sync_run_id", "run_status", "entered", "changed", "left", "failed", "aborted"]
+        assert [name.lower() for name in audience_moves.column_names] == named
         assert values(report.current_members(target)) == [("Audience 77", 5, 2)]  # g: sent, flagged
         moves = self.rows_sql(target, self.seed(SEED_002_ENTER_EXIT))
         assert list(moves[0]) == ["user_id", "audience", "type", "timestamp"]
