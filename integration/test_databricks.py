@@ -217,7 +217,7 @@ class TestDatabricksWarehouse(TargetConformance):
     def test_a_load_and_a_swap_sent_twice_leave_one_copy(
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """The connector sends a statement again when a dropped connection lost its answer, and the
+        """The connector replays a statement when a dropped connection lost its answer, and the
         warehouse may have run it: here every stage's CREATE, COPY INTO and MERGE runs twice."""
         once = target._cursor  # type: ignore[attr-defined]
         sent: list[str] = []

@@ -35,11 +35,10 @@ from synclog.model import RunStatus
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
+from synclog.targets.swaps.partition_replace import COLUMNS, DAY, partitioning_of
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
-from synclog_databricks import partitions
 from synclog_databricks.cluster import ParquetTarget
-from synclog_databricks.partitions import COLUMNS, DAY
 from synclog_testing.conformance import TargetConformance
 from synclog_testing.factories import make_records, make_run, record_rows
 from synclog_testing.model_machine import machine_for
@@ -192,7 +191,7 @@ class TestDatabricksInCluster(TargetConformance):
             machine.model.write_run(whole, records)
             machine.log.write_run(whole, [r.as_input() for r in records])
             for table in (CHANGELOG, SNAPSHOT):
-                assert partitions.of(table) is not None, f"{table.name} is no longer partitioned"
+                assert partitioning_of(table) is not None, f"{table.name} is no longer partitioned"
             machine.tables_match_the_model()
         finally:
             machine.teardown()

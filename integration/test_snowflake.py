@@ -302,7 +302,7 @@ class TestExternalStage:
         s3_storage: Location,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        """The connector sends a query again when a dropped connection lost its answer, and the
+        """The connector replays a statement when a dropped connection lost its answer, and the
         warehouse may have run it: here every stage's CREATE, every COPY and every swap statement
         runs twice."""
         settings = TargetSettings(storage=s3_storage)

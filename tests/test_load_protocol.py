@@ -9,7 +9,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog.capabilities import Capabilities
-from synclog.errors import ConfigError
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
 from synclog.targets.duckdb import CAPABILITIES, DuckDBTarget
@@ -34,8 +33,6 @@ TABLE = TableSpec(
 
 MERGING = replace(CAPABILITIES, transactions=False, merge=True)
 """DuckDB declaring no multi-statement transactions: the core swaps with one MERGE."""
-STUCK = replace(CAPABILITIES, transactions=False, merge=False)
-"""DuckDB declaring neither: the core cannot replace rows atomically."""
 
 
 def row(sync_id: int, run: int, batch: int, row_id: str) -> dict[str, object]:
@@ -69,12 +66,4 @@ def test_replace_by_key_and_by_scope(capabilities: Capabilities, spark: SparkSes
     stages = "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '_synclog_stage%'"
     assert target.fetch(stages) == [(0,)]
     assert not list((tmp_path / "storage").rglob("*.parquet")), "staged files are removed after the load"
-    target.close()
-
-
-def test_a_target_without_transactions_or_merge_cannot_replace(spark: SparkSession, tmp_path: Path) -> None:
-    target = open_target(STUCK, tmp_path)
-    with pytest.raises(ConfigError, match="neither transactions nor MERGE"):
-        target.replace_rows(TABLE, Rows.local(spark, TABLE, [row(1, 10, 0, "a")]))
-    assert contents(target) == []
     target.close()

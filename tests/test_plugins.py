@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pluggy
 import pytest
@@ -17,8 +18,9 @@ from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
 from synclog.targets.base import Target, TargetSettings, TargetType
 from synclog.targets.connector import Connector
-from synclog.targets.contract import missing_methods
-from synclog.targets.duckdb import TARGET_TYPE
+from synclog.targets.contract import check_target_class, missing_methods
+from synclog.targets.duckdb import CAPABILITIES as DUCKDB
+from synclog.targets.duckdb import TARGET_TYPE, DuckDBTarget
 from synclog.targets.sql import SqlTarget
 from synclog.targets.sql_loaders import FileLoader, PartitionExpirer, SchemaAttacher
 from synclog.urls import TargetURL
@@ -96,6 +98,29 @@ def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() 
             return 0
 
     assert "drop_partitions" not in missing_methods(OwnRetention, dropping)  # it never calls it
+
+
+def test_a_target_whose_capabilities_pick_no_swap_is_refused_at_registration() -> None:
+    """Neither transactions, MERGE nor partition replace: refused when registered, in one line
+    naming what is missing, before any table exists; partition replace asks for its hook."""
+    stuck = replace(DUCKDB, transactions=False, merge=False)
+    kind = TargetType("stuck", ("stuck",), stuck, "a warehouse that cannot replace rows", DuckDBTarget)
+    with pytest.raises(
+        ConfigError,
+        match=r"^target 'stuck' \(synclog.targets.duckdb.DuckDBTarget\) declares no transactions, "
+        r"no merge and no partition_replace, one of which picks how it replaces rows$",
+    ):
+        manager.registry().register(kind)
+    assert "stuck" not in {t.name for t in manager.registry().types()}
+    partitioned = replace(stuck, partition_replace=True)
+    with pytest.raises(ConfigError, match=r"does not implement replace_partition$"):
+        manager.registry().register(replace(kind, capabilities=partitioned))
+
+    class OwnSwap(DuckDBTarget):
+        def swap_statements(self, table: object, relation: object, stage: object, scope: object) -> list[Any]:  # type: ignore[override]
+            return []
+
+    check_target_class("own-swap", OwnSwap, stuck)  # a class with a swap of its own needs no strategy
 
 
 def test_a_sql_target_takes_part_in_what_its_capabilities_need_by_mixin() -> None:

@@ -72,14 +72,19 @@ class Capabilities:
     """Whether statements commit together: a replace is then a DELETE and an INSERT in one transaction."""
     merge: bool = False
     """Whether MERGE INTO exists: a replace is one MERGE where there are no transactions."""
+    partition_replace: bool = False
+    """Whether the warehouse replaces the rows of one partition atomically, and nothing wider
+    (ClickHouse's REPLACE PARTITION, Hive-style tables): where there are neither transactions nor
+    MERGE, a replace rewrites each partition it touches in one statement of the target's
+    (`PartitionReplacer`), and retention does the same with the expired rows."""
     replays_statements: bool = False
-    """Whether the target's client may send a statement again when a dropped connection lost its
-    answer, so that the warehouse may run it twice (Snowflake's connector retries its query
-    requests, and so does Databricks' SQL connector). A replace's INSERT then adds only rows whose
-    replace key the table does not hold, which its DELETE made true for all of them, so a second
-    run adds nothing (a MERGE's second run changes nothing by itself), and a load's rows are
-    counted in its stage, since the answer to a load sent again says 0. The plugin's own steps
-    must add nothing when run twice too (a stage created IF NOT EXISTS, a COPY that skips files
+    """Whether the target's client may replay a statement (send it again when a dropped connection
+    lost its answer), so that the warehouse may run it twice (Snowflake's connector retries its
+    query requests, and so does Databricks' SQL connector). A replace's INSERT then adds only rows
+    whose replace key the table does not hold, which its DELETE made true for all of them, so a
+    replayed INSERT adds nothing (a replayed MERGE changes nothing by itself), and a load's rows
+    are counted in its stage, since the answer to a replayed load says 0. The plugin's own steps
+    must add nothing when replayed too (a stage created IF NOT EXISTS, a COPY that skips files
     it loaded)."""
     views: bool = True
     """Whether views exist; without them a table with a public view is stored under the view's name."""

@@ -38,6 +38,12 @@ from synclog.targets.sql_loaders import (
 from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_NAME, STAGE_PREFIX
 from synclog.targets.staging import FileStageWriter, Stages, StageWriter, TaskStage
+from synclog.targets.swaps.partition_replace import (
+    Partitioning,
+    PartitionReplacer,
+    PartitionValue,
+    partitioning_of,
+)
 from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.urls import MEMORY, TargetURL
 
@@ -67,6 +73,9 @@ __all__ = [
     "Manifest",
     "PartitionDropper",
     "PartitionExpirer",
+    "PartitionReplacer",
+    "PartitionValue",
+    "Partitioning",
     "Relation",
     "Rows",
     "SchemaAttacher",
@@ -94,6 +103,7 @@ __all__ = [
     "lineage_namespace",
     "missing_methods",
     "outages",
+    "partitioning_of",
     "plain_text",
     "published",
     "required_methods",

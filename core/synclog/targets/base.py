@@ -166,6 +166,11 @@ class Target(ABC):
         """The methods this class must implement to hold `capabilities` (its layouts' calls)."""
         return required_methods(capabilities)
 
+    @classmethod
+    def refusal(cls, capabilities: Capabilities) -> str | None:
+        """Why this class cannot work with `capabilities` at all, in a few words; None when it can."""
+        return None
+
     @unimplemented
     def read_rows(
         self, table: TableSpec, sync_id: int, spark: SparkSession

@@ -2,7 +2,7 @@
 
 The registry checks a target type against it when the type is registered (an opener that is
 the target class itself) or first opened (an opener that imports its class lazily), and refuses
-it with one line naming the missing methods.
+it with one line naming the missing methods, or what its capabilities lack (`refusal`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ class TargetClass(Protocol):
     """What the checks read of a target class (`Target` or a subclass: the contract is below it)."""
 
     def needed_methods(self, capabilities: Capabilities) -> list[str]: ...
+
+    def refusal(self, capabilities: Capabilities) -> str | None: ...
 
 
 _UNIMPLEMENTED = "__synclog_unimplemented__"
@@ -71,12 +73,17 @@ def missing_methods(cls: TargetClass, capabilities: Capabilities) -> list[str]:
 
 
 def check_target_class(name: str, cls: TargetClass, capabilities: Capabilities) -> None:
-    """Refuse a target class that lacks a method its layouts or capabilities call."""
+    """Refuse a target class that lacks a method its layouts or capabilities call, or that cannot
+    work with its capabilities at all (`refusal`: a SQL target whose capabilities pick no swap)."""
+    where = f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls)}"
+    reason = cls.refusal(capabilities)
+    if reason:
+        raise ConfigError(f"target {name!r} ({where}) {reason}")
     missing = missing_methods(cls, capabilities)
     if missing:
         layouts = ", ".join(capabilities.layouts)
         raise ConfigError(
-            f"target {name!r} ({getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls)}) "
+            f"target {name!r} ({where}) "
             f"holds the {layouts} layout(s) "
             f"but does not implement {', '.join(missing)}"
         )

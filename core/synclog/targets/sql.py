@@ -9,9 +9,10 @@ Every load is the same protocol, written once here:
    inside the write's one validating job where the rows are a projection of the batches
    (`synclog.write_job`), else in a job of their own; a target without a task-side writer
    fills the stage from the frame (`load_frame`);
-3. one atomic swap replaces the rows the load carries: a DELETE of the replaced keys (or of
-   the whole scope) and an INSERT from the stage in one transaction, or one MERGE where the
-   warehouse has no transactions (`capabilities.transactions`, `capabilities.merge`);
+3. once the stage is filled, a swap replaces the rows the load carries, by the strategy the
+   target's capabilities pick (`synclog.targets.swaps`): a DELETE and an INSERT in one
+   transaction, the same inserting only missing keys for a client that replays statements, one
+   MERGE, or one statement per partition touched for a warehouse atomic per partition only;
 4. the stage and its files are dropped (`release_stage`, calling `drop_stage`), also when a
    step failed; a stage whose writer was killed is dropped by a later writer's `ensure`
    (`sweep_stages`: stage names say whose they are, `synclog.targets.stage_names`).
@@ -19,7 +20,7 @@ Every load is the same protocol, written once here:
 A plugin gives its connection (`execute`, `fetch`, `transaction`, `result_batches`), its type
 names, and the steps where its warehouse differs: how staged files or a frame become the stage,
 how a staged column becomes a stored one (`staged_value_sql`), a statement that makes swaps
-into one table take turns (`lock_sql`), partitions to drop or expire.
+into one table take turns (`lock_statement`), partitions to drop, expire or rewrite.
 """
 
 from __future__ import annotations
@@ -58,11 +59,12 @@ from synclog.targets.sql_loaders import (
 from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
 from synclog.targets.staging import FileStageWriter, Stages, StageWriter, fill_from_frame, fill_from_table
+from synclog.targets.swaps import partition_replace
+from synclog.targets.swaps.choice import NO_SWAP, has_swap, replaces_partitions, swap_for
 from synclog.targets.tables import Column, ColumnType, TableSpec
 
 VERSIONS_TABLE = "synclog_versions"
 """Per schema: which columns each framework table gained, and when (additive migrations)."""
-_DELETE_MARK = "_synclog_delete"
 VERSIONS = TableSpec(
     layout="synclog",
     schema="synclog",
@@ -91,11 +93,24 @@ class SqlTarget(SqlClient, Target):
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:
         """Its layouts' calls and the method of each opt-in part its capabilities need
         (`needed_loaders`); a class with its own `delete_expired` needs no partition hooks, one
-        with its own `stage_writer` (tasks fill the stage themselves) no stage loader."""
+        with its own `stage_writer` (tasks fill the stage themselves) no stage loader, one with its
+        own `swap_statements` no partition hooks for its swaps."""
         own_writer = cls.stage_writer is not SqlTarget.stage_writer
         own_retention = cls.delete_expired is not SqlTarget.delete_expired
-        parts = needed_loaders(capabilities, own_writer=own_writer, own_retention=own_retention)
+        parts = needed_loaders(
+            capabilities, own_writer=own_writer, own_retention=own_retention, own_swap=cls._own_swap()
+        )
         return [*required_methods(capabilities), *(method_of(part) for part in parts)]
+
+    @classmethod
+    def refusal(cls, capabilities: Capabilities) -> str | None:
+        """Why a class without its own `swap_statements` cannot hold `capabilities`: they pick
+        no swap strategy (`synclog.targets.swaps.choice`)."""
+        return None if cls._own_swap() or has_swap(capabilities) else NO_SWAP
+
+    @classmethod
+    def _own_swap(cls) -> bool:
+        return cls.swap_statements is not SqlTarget.swap_statements
 
     def _lacks(self, part: type) -> ConfigError:
         """The error of a target that is not the opt-in `part` its capabilities call for (the
@@ -276,8 +291,9 @@ class SqlTarget(SqlClient, Target):
     def swap_staged(
         self, table: TableSpec, stage: Relation, count: int, scope: Mapping[str, Any] | None
     ) -> None:
-        """Replace, atomically, what the `count` staged rows (or the `scope`) replace; first make
-        the partitions the staged rows need (`ensure_partitions`)."""
+        """Replace what the `count` staged rows (or the `scope`) replace, once the stage is filled:
+        make the partitions the staged rows need (`ensure_partitions`), then run the swap's
+        statements (`swap_statements`, which may look at the staged rows) with `run_swap`."""
         if not (count or scope):
             return
         relation = self.relation(table)
@@ -331,7 +347,7 @@ class SqlTarget(SqlClient, Target):
         """Finish filling `stage` from what the tasks of `stage_writer` reported; return its rows.
 
         `Staging.FILES`: the staged files' manifest goes to `load_files`. Where the client replays
-        statements, the rows are counted in the stage: the answer to a load it sent again says 0.
+        statements, the rows are counted in the stage: the answer to a replayed load says 0.
         """
         writer = self.stage_writer(stage, table)
         if not isinstance(writer, FileStageWriter):
@@ -389,79 +405,19 @@ class SqlTarget(SqlClient, Target):
     def swap_statements(
         self, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
     ) -> list[Statement]:
-        """The statements that replace, atomically, what the staged rows replace."""
-        target, staged = relation.render(), stage.render()
-        if self.capabilities.transactions:
-            if scope:
-                where = [self.quote(name) for name in scope]
-                delete: Statement = (
-                    sql.delete_where_equal(target, where, self.placeholder),
-                    list(scope.values()),
-                )
-            else:
-                delete = (self.delete_keys_sql(target, staged, table.replace_key), ())
-            lock = self.lock_statement(relation)
-            columns = [self.quote(c) for c in table.column_names()]
-            values = [self.staged_value_sql(c) for c in table.columns]
-            insert: Statement = (sql.insert_select(target, columns, values, staged), ())
-            if self.capabilities.replays_statements:
-                insert = self._insert_absent(table, target, staged, columns, values, scope)
-            return [*([lock] if lock else []), delete, insert]
-        if self.capabilities.merge:
-            return [self._merge(table, target, staged, scope)]
-        raise ConfigError(f"{type(self).__name__} has neither transactions nor MERGE: it cannot replace rows")
-
-    def _insert_absent(
-        self,
-        table: TableSpec,
-        target: str,
-        staged: str,
-        columns: Sequence[str],
-        values: Sequence[str],
-        scope: Mapping[str, Any] | None,
-    ) -> Statement:
-        """The swap's INSERT for a client that may replay it: only while the table holds no row of
-        the replaced keys (or scope), which the DELETE before it made true."""
-        if scope:
-            matches = [f"t.{self.quote(name)} = {self.placeholder}" for name in scope]
-            return sql.insert_select_absent(target, columns, values, staged, matches), list(scope.values())
-        matches = [f"t.{self.quote(k)} = s.{self.quote(k)}" for k in table.replace_key]
-        return sql.insert_select_absent(target, columns, values, staged, matches), ()
-
-    def _merge(
-        self, table: TableSpec, target: str, staged: str, scope: Mapping[str, Any] | None
-    ) -> Statement:
-        """One MERGE: the staged rows are inserted; a marker row per replaced key deletes the old rows."""
-        keys = list(scope) if scope else list(table.replace_key)
-        quoted = {c.name: self.quote(c.name) for c in table.columns}
-        types = {c.name: c.type for c in table.columns}
-        key = [quoted[k] for k in keys]
-        if scope:
-            params: list[Any] = list(scope.values())
-            markers = sql.select_values([self.cast_sql(self.placeholder, types[k]) for k in keys], key)
-        else:
-            params = []
-            markers = sql.distinct_keys(staged, key)
-        marker_values = [
-            quoted[c.name] if c.name in keys else f"{self.cast_sql('NULL', c.type)} AS {quoted[c.name]}"
-            for c in table.columns
-        ]
-        values = [self.staged_value_sql(c) for c in table.columns]
-        merge = sql.merge_replacing(
-            target,
-            staged,
-            list(quoted.values()),
-            values,
-            markers,
-            marker_values,
-            key,
-            self.quote(_DELETE_MARK),
-        )
-        return merge, params
+        """The statements of the swap, built after the stage is filled (a strategy may query it):
+        those of the strategy the capabilities pick (`synclog.targets.swaps.choice.swap_for`).
+        Override only for a warehouse that replaces rows in a way no strategy covers."""
+        return swap_for(self.capabilities)(self, table, relation, stage, scope)
 
     def run_swap(self, statements: Sequence[Statement]) -> None:
-        """Run the swap's statements so that they commit together."""
-        self.run_together(statements)
+        """Run the swap's statements: in one transaction with `capabilities.transactions`, else
+        one by one (one MERGE, or one statement per partition)."""
+        if self.capabilities.transactions:
+            self.run_together(statements)
+            return
+        for sql_text, params in statements:
+            self.execute(sql_text, params)
 
     # -- read-back ---------------------------------------------------------------------------
 
@@ -510,7 +466,9 @@ class SqlTarget(SqlClient, Target):
     # -- retention ---------------------------------------------------------------------------
 
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
-        """Drop or expire whole day partitions where the warehouse can, then DELETE what remains expired.
+        """Drop or expire whole day partitions where the warehouse can, then DELETE what remains
+        expired; where rows change only by rewriting partitions (`partition_replace`), rewrite the
+        days holding expired rows without them instead.
 
         Cut-offs are day boundaries (`synclog.retention`): once the partitions older than the
         earliest one are dropped, only syncs whose retention is shorter than the longest still
@@ -519,6 +477,10 @@ class SqlTarget(SqlClient, Target):
         if table.time_column is None:
             return 0
         spec = self.table_spec(table)
+        if replaces_partitions(self.capabilities):
+            statements, removed = partition_replace.expired_statements(self, spec, cutoffs)
+            self.run_swap(statements)
+            return removed
         relation = self.relation(spec)
         oldest = min((cutoffs.default, *cutoffs.per_sync.values()))
         removed = 0
@@ -552,4 +514,6 @@ class SqlTarget(SqlClient, Target):
                 )
         if not statements:
             return 0
-        return self.run_together(statements)
+        if self.capabilities.transactions:
+            return self.run_together(statements)
+        return sum(self.execute(sql_text, params) for sql_text, params in statements)

@@ -1,7 +1,8 @@
-"""The opt-in parts of a SQL target: how its stage is filled, how its partitions go, how its
-schemas become reachable. A `SqlTarget` subclass takes part by subclassing the mixin (or just
-defining its method); the core checks `isinstance`, and refuses a target type whose capabilities
-need one it lacks (`needed_loaders`).
+"""The opt-in parts of a SQL target: how its stage is filled, how its partitions go (dropped,
+expired, or rewritten one at a time: `PartitionReplacer`), how its schemas become reachable. A
+`SqlTarget` subclass takes part by subclassing the mixin (or just defining its methods); the core
+checks `isinstance`, and refuses a target type whose capabilities need one it lacks
+(`needed_loaders`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pyspark.sql import DataFrame
 from synclog.capabilities import Capabilities, Schemas, Staging
 from synclog.naming import Relation
 from synclog.storage.manifest import Manifest
+from synclog.targets.swaps.choice import replaces_partitions
+from synclog.targets.swaps.partition_replace import PartitionReplacer
 from synclog.targets.tables import TableSpec
 
 
@@ -68,9 +71,12 @@ def method_of(part: type) -> str:
     return next(name for name, value in vars(part).items() if getattr(value, "__isabstractmethod__", False))
 
 
-def needed_loaders(capabilities: Capabilities, own_writer: bool, own_retention: bool) -> list[type]:
+def needed_loaders(
+    capabilities: Capabilities, own_writer: bool, own_retention: bool, own_swap: bool = False
+) -> list[type]:
     """The mixins a SQL target with `capabilities` must take part in: a stage loader (none with
-    its `own_writer`), the partition hooks (none with its `own_retention`), a schema attacher."""
+    its `own_writer`), the partition hooks (none with its `own_retention`; the partition rewrite's
+    none with its `own_swap` and `own_retention`), a schema attacher."""
     needed: list[type] = []
     if capabilities.staging is Staging.FILES and not own_writer:
         needed.append(FileLoader)
@@ -80,6 +86,8 @@ def needed_loaders(capabilities: Capabilities, own_writer: bool, own_retention: 
         needed.append(PartitionDropper)
     if capabilities.partition_expiry and not own_retention:
         needed.append(PartitionExpirer)
+    if replaces_partitions(capabilities) and not (own_swap and own_retention):
+        needed.append(PartitionReplacer)
     if capabilities.schemas is Schemas.ATTACHED:
         needed.append(SchemaAttacher)
     return needed

@@ -19,12 +19,14 @@ from synclog_testing.conformance import (
     WritesConformance,
 )
 from synclog_testing.outage import Outage, file_outage
+from synclog_testing.swaps import SwapConformance
 
 
 class TestSqlite(
     ModelConformance,
     NamingAndDdlConformance,
     WritesConformance,
+    SwapConformance,
     OutagesConformance,
     RetentionConformance,
     HightouchConformance,

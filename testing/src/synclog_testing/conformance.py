@@ -23,12 +23,9 @@ import json
 import os
 import posixpath
 import re
-import uuid
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -43,32 +40,30 @@ from synclog.errors import InputError
 from synclog.layouts.census import SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT, table_for
 from synclog.layouts.registry import layout
-from synclog.model import Run, RunStatus
+from synclog.model import RunStatus
 from synclog.naming import LineageDataset, Relation
 from synclog.plugins.manager import registry
 from synclog.spark import spark_session
 from synclog.storage.location import Location
-from synclog.targets.base import Target, TargetSettings
+from synclog.targets.base import Target
 from synclog.targets.lake import LakeTarget
 from synclog.targets.rows import Rows
 from synclog.targets.sql import VERSIONS_TABLE
-from synclog.targets.tables import TableSpec
+from synclog.targets.sql_statements import Statement
 from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs, find_syncs
-from synclog.urls import TargetURL
 from synclog.writer import SyncLog
+from synclog_testing.base import ConformanceBase
 from synclog_testing.factories import (
-    RECORD_DDL,
     REJECTION,
-    Person,
     make_records,
     make_run,
-    person_rows,
     record_rows,
 )
 from synclog_testing.model_machine import Harness, run_sequences
 from synclog_testing.outage import Outage
 from synclog_testing.privacy import MASK_KEY, MASK_KEY_ENV, POLICY, RAW, digest, files_text, holds_field
 from synclog_testing.seed_queries import SEED_002_CURRENT, SEED_002_ENTER_EXIT, SEED_002_ERRORS
+from synclog_testing.swaps import SwapConformance
 
 SEED_000_BY_SYNC = """SELECT *
 FROM CENSUS.CENSUS.SYNC_LOG log
@@ -168,172 +163,6 @@ def official_dataset(target: Target, relation: Relation) -> LineageDataset | Non
     return LineageDataset(helper.get_namespace(), helper.get_name())
 
 
-class ConformanceBase:
-    """The fixtures and helpers every conformance class shares: the target (from the
-    `synclog_target_url` fixture), its storage, Spark, and how the seeds' names are spelt."""
-
-    seed_names: ClassVar[dict[str, str]] = {
-        "CENSUS.CENSUS.SYNC_LOG": "census.sync_log",
-        "CENSUS.CENSUS.SOURCE_OBJECTS": "census.source_objects",
-    }
-    """How the seed queries' Snowflake names are spelt on this target."""
-    expected_sync_log: ClassVar[str] = "census.sync_log"
-    settings: ClassVar[TargetSettings] = TargetSettings()
-    partition_columns: ClassVar[tuple[str, ...]] = ()
-    """Columns the target's storage puts after a table's own (Spark's Parquet partition columns);
-    the checks of column order and the reference model's reads leave them out."""
-    hightouch_config: ClassVar[Config] = Config(defaults=SyncSettings(layouts=("hightouch",)))
-
-    @pytest.fixture
-    def target_url(self, request: pytest.FixtureRequest) -> Iterator[str]:
-        """A fresh, empty target per test: the `synclog_target_url` fixture (synclog's pytest plugin)."""
-        yield request.getfixturevalue("synclog_target_url")
-
-    @pytest.fixture(scope="session")
-    @classmethod
-    def spark(cls) -> SparkSession:
-        return spark_session()
-
-    @pytest.fixture
-    def storage(self, tmp_path: Path) -> Location:
-        """Fresh storage for the test: a temp folder, or a new prefix of `$SYNCLOG_TEST_STORAGE`
-        (e.g. s3://bucket/prefix, for runs on a cluster whose executors do not share this disk)."""
-        shared = os.environ.get("SYNCLOG_TEST_STORAGE")
-        if shared:
-            return Location.parse(shared).child(uuid.uuid4().hex)
-        return Location.parse(str(tmp_path / "storage"))
-
-    @pytest.fixture
-    def target(self, target_url: str, storage: Location) -> Iterator[Target]:
-        target = registry().open(TargetURL.parse(target_url), replace(self.settings, storage=storage))
-        yield target
-        target.close()
-
-    @pytest.fixture
-    def outage(self) -> Iterator[Outage]:
-        pytest.skip("no outage is staged for this target")
-        yield  # pragma: no cover
-
-    def log(self, target: Target, spark: SparkSession, config: Config | None = None) -> SyncLog:
-        return SyncLog(target, replace(config or Config(), storage=target.storage), spark)
-
-    def require(self, target: Target, layout: str) -> None:
-        """Skip the test unless `target` holds `layout`."""
-        if layout not in target.capabilities.layouts:
-            pytest.skip(f"{target.url.scheme} does not hold the {layout} layout")
-
-    def count(self, target: Target, where: str = "1 = 1") -> int:
-        """Logged records matching `where`, a condition on the census `sync_log` columns."""
-        log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
-        return int(target.query(f"SELECT COUNT(*) AS n FROM {log} WHERE {where}").column(0)[0].as_py())
-
-    def logged_tables(self, target: Target) -> list[TableSpec]:
-        """The tables of the target's default layout that exist."""
-        return target.existing_tables(layout(target.capabilities.layouts[0]).tables)
-
-    def column_names(self, target: Target, table: TableSpec) -> list[str]:
-        """The stored columns of `table` in order, lower case, without `partition_columns`."""
-        relation = target.relation(table).render()
-        names = [c.lower() for c in target.query(f"SELECT * FROM {relation} WHERE 1 = 0").column_names]
-        return [name for name in names if name not in self.partition_columns]
-
-    def seed(self, sql: str) -> str:
-        for snowflake_name, own_name in self.seed_names.items():
-            sql = sql.replace(snowflake_name, own_name)
-        return sql
-
-    def logged_text(self, target: Target) -> str:
-        """Every value of every table of every layout the target holds, as text (no column names)."""
-        tables = [t for name in target.capabilities.layouts for t in layout(name).tables]
-        rows = [tuple(r.values()) for t in target.existing_tables(tables) for r in self.rows(target, t)]
-        return "\n".join(map(str, rows))
-
-    def rows(self, target: Target, table: TableSpec, where: str = "1 = 1") -> list[dict[str, Any]]:
-        """Every row of `table` matching `where`, with lower-case column names."""
-        return self.rows_sql(target, f"SELECT * FROM {target.relation(table).render()} WHERE {where}")
-
-    def rows_sql(self, target: Target, sql: str) -> list[dict[str, Any]]:
-        """A query's rows, with lower-case column names."""
-        return [{k.lower(): v for k, v in row.items()} for row in target.query(sql).to_pylist()]
-
-    def write_people(
-        self, log: SyncLog, run: Run, people: list[Person], splits: dict[str, str] | None = None
-    ) -> None:
-        rows = person_rows(run, people)
-        if splits is None:
-            records = make_records(log.spark, rows)
-        else:
-            rows = [(*row, splits.get(row[0] or "")) for row in rows]
-            records = log.spark.createDataFrame(rows, RECORD_DDL + ", split_group string")
-        log.write_run(run, records)
-
-    def write_audience_runs(self, log: SyncLog) -> tuple[Run, Run, list[Person]]:
-        """Two runs of sync 77 ("Audience 77"): people added, changed, retried, removed, rejected
-        and sent twice; returns both runs and the second's people (to replay it)."""
-        first = make_run(sync_id=77, sync_run_id=701, model_name="Audience 77")
-        second = replace(first, sync_run_id=702, started_at=first.started_at + timedelta(minutes=10))
-        ok, rejected = "succeeded", "rejected"
-        self.write_people(
-            log,
-            first,
-            [
-                ("a", "upsert", ok, 1),
-                ("b", "upsert", ok, 1),
-                ("c", "upsert", rejected, 1),
-                ("d", "upsert", ok, 1),
-                ("e", "upsert", ok, 1),
-                (None, "upsert", ok, 1),
-            ],
-        )
-        then: list[Person] = [
-            ("a", "upsert", ok, 1),  # sent again as before: in the snapshot, not in the changelog
-            ("b", "upsert", ok, 2),
-            ("c", "upsert", ok, 1),  # sent again after failing: a retry, logged
-            ("d", "delete", ok, 1),
-            ("f", "upsert", rejected, 1),
-            ("g", "upsert", ok, 1),
-            ("g", "upsert", ok, 1),
-            ("h", "upsert", rejected, 1),
-        ]
-        self.write_people(log, second, then)
-        return first, second, then
-
-    def changelog(self, target: Target, run: Run) -> Counter[tuple[Any, ...]]:
-        rows = self.rows(target, CHANGELOG, f"sync_run_id = {int(run.sync_run_id)}")
-        return Counter((r["row_id"], r["op_type"], r["status"], r["failure_reason"]) for r in rows)
-
-    def snapshot(self, target: Target, sync_id: int) -> set[tuple[Any, ...]]:
-        rows = self.rows(target, SNAPSHOT, f"sync_id = {int(sync_id)}")
-        found = {
-            (r["row_id"], r["op_type"], r["status"], r["failure_reason"], r["last_sync_run_id"]) for r in rows
-        }
-        assert len(found) == len(rows), "one snapshot row per row id"
-        return found
-
-    def assert_runs_agree_with_changelog(self, target: Target) -> None:
-        """Every `sync_runs` count equals what the changelog holds for the run."""
-        counts = Counter((r["sync_run_id"], r["op_type"], r["status"]) for r in self.rows(target, CHANGELOG))
-        runs = self.rows(target, RUNS)
-        assert runs
-        for run in runs:
-            for op_type, op in (("added", "add"), ("changed", "change"), ("removed", "remove")):
-
-                def n(*statuses: str, op_type: str = op_type, run_id: int = run["sync_run_id"]) -> int:
-                    return sum(counts[(run_id, op_type, s)] for s in statuses)
-
-                assert run[f"num_planned_{op}"] == n("succeeded", "failed", "aborted")
-                assert run[f"num_attempted_{op}"] == n("succeeded", "failed")
-                assert run[f"num_succeeded_{op}"] == n("succeeded")
-                assert run[f"num_failed_{op}"] == n("failed")
-
-    def contents(self, target: Target) -> dict[str, list[tuple[Any, ...]]]:
-        """Every hightouch table's rows, sorted, to compare before and after a replay."""
-        return {
-            t.name: sorted((tuple(map(str, r.values())) for r in self.rows(target, t)), key=str)
-            for t in (CHANGELOG, SNAPSHOT, RUNS)
-        }
-
-
 class NamingAndDdlConformance(ConformanceBase):
     """The documented names, idempotent and versioned DDL, columns added at the end, seed 000
     and the demo's questions."""
@@ -395,7 +224,8 @@ class NamingAndDdlConformance(ConformanceBase):
 
 
 class WritesConformance(ConformanceBase):
-    """Statuses, replays, a failure mid-load, bad input and oversized payloads."""
+    """Statuses, replayed runs and batches (one on another day), a failure mid-load and one
+    mid-swap, bad input and oversized payloads."""
 
     def test_statuses_and_invalid_records(self, target: Target, spark: SparkSession) -> None:
         run = make_run()
@@ -435,6 +265,75 @@ class WritesConformance(ConformanceBase):
         after = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
         assert len(before) == 40
         assert after == before
+
+    def test_replay_of_a_batch_with_a_later_batch_time(self, target: Target, spark: SparkSession) -> None:
+        """A batch written again (same sync, run and batch number) with its batch time on another
+        day: the table ends with the replayed rows only, and the rows of the run's other batch, of
+        another sync and of the day the replay moves to stay as they were."""
+        day = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=3)
+        later = day + timedelta(days=1)
+        run = make_run(started_at=day - timedelta(hours=1))
+        other_sync = make_run(sync_id=99, sync_run_id=6001, started_at=run.started_at)
+        next_day = make_run(sync_run_id=5679, started_at=later - timedelta(hours=1))
+        log = self.log(target, spark)
+        log.write(run, make_records(spark, batch_rows(0, "old", 6, day) + batch_rows(1, "kept", 4, day)))
+        log.write(other_sync, make_records(spark, batch_rows(0, "other", 3, day)))
+        log.write(next_day, make_records(spark, batch_rows(0, "next", 2, later)))
+        log.write(run, make_records(spark, batch_rows(0, "new", 5, later)))
+        assert self.count(target) == 5 + 4 + 3 + 2
+        assert self.count(target, "record_identifier LIKE 'old-%'") == 0
+        assert (
+            self.count(target, "sync_run_id = 5678 AND batch_number = 0 AND record_identifier LIKE 'new-%'")
+            == 5
+        )
+        assert (
+            self.count(target, "sync_run_id = 5678 AND batch_number = 1 AND record_identifier LIKE 'kept-%'")
+            == 4
+        )
+        assert self.count(target, "sync_id = 99 AND record_identifier LIKE 'other-%'") == 3
+        assert self.count(target, "sync_run_id = 5679 AND record_identifier LIKE 'next-%'") == 2
+
+    def test_a_swap_failing_part_way_keeps_the_old_rows_and_a_replay_converges(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The last statement of a replayed batch's swap fails (in the warehouse: it reads a table
+        that does not exist), after every statement before it ran: the log keeps its old rows, and
+        writing the batch again leaves exactly the replayed ones."""
+        self.require(target, "census")
+        run_swap = getattr(target, "run_swap", None)
+        if run_swap is None:
+            pytest.skip("this target's writes run no swap statements")
+        relation = target.relation(SYNC_LOG)
+        failing: Statement = (f"SELECT * FROM {relation.with_name('synclog_no_such_table').render()}", ())
+        failed: list[int] = []
+
+        def fail_last(statements: list[Statement]) -> None:
+            if any(relation.render() in sql for sql, _ in statements):
+                failed.append(len(statements))
+                statements = [*statements[:-1], failing]
+            run_swap(statements)
+
+        day = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=2)
+        run = make_run(started_at=day - timedelta(hours=1))
+        log = self.log(target, spark)
+        log.write(run, make_records(spark, batch_rows(0, "old", 3, day) + batch_rows(1, "kept", 2, day)))
+        before = self.logged_batches(target)
+        assert len(before) == 5
+        monkeypatch.setattr(target, "run_swap", fail_last)
+        replayed = make_records(spark, batch_rows(0, "new", 2, day))
+        with pytest.raises(Exception):  # noqa: B017 - the warehouse's own error for the missing table
+            log.write(run, replayed)
+        assert failed, "the batch's swap ran"
+        assert self.logged_batches(target) == before
+        monkeypatch.undo()
+        log.write(run, replayed)
+        assert self.logged_batches(target) == [(0, "new-0"), (0, "new-1"), (1, "kept-0"), (1, "kept-1")]
+
+    def logged_batches(self, target: Target) -> list[tuple[int, str]]:
+        """(batch number, record identifier) of every census `sync_log` row, sorted."""
+        log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
+        rows = self.rows_sql(target, f"SELECT batch_number, record_identifier FROM {log}")
+        return sorted((int(r["batch_number"]), str(r["record_identifier"])) for r in rows)
 
     def test_bad_input_logs_nothing(self, target: Target, spark: SparkSession) -> None:
         """The write's one job validates and stages together: tables may exist, no row reaches them."""
@@ -889,6 +788,7 @@ class TargetConformance(
     ModelConformance,
     NamingAndDdlConformance,
     WritesConformance,
+    SwapConformance,
     OutagesConformance,
     RetentionConformance,
     HightouchConformance,
@@ -898,6 +798,23 @@ class TargetConformance(
     TrackingConformance,
 ):
     """Every class of the suite: what a target holding the census and hightouch layouts passes."""
+
+
+def batch_rows(batch: int, prefix: str, count: int, started: datetime) -> list[tuple[Any, ...]]:
+    """`count` succeeded upserts of one batch in `RECORD_DDL` order, identified `prefix-0`, …"""
+    return [
+        (
+            f"{prefix}-{i}",
+            "upsert",
+            "succeeded",
+            None,
+            json.dumps({"id": f"{prefix}-{i}"}),
+            batch,
+            started,
+            started + timedelta(seconds=30),
+        )
+        for i in range(count)
+    ]
 
 
 def values(table: pa.Table) -> list[tuple[Any, ...]]:

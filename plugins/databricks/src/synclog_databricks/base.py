@@ -111,7 +111,7 @@ class DatabricksTarget(SqlTarget):
 
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
         """IF NOT EXISTS: the stage's name is new, so the one that can exist is this statement's
-        own, run before by a request the SQL connector sent again."""
+        own, run before by a request the SQL connector replayed."""
         columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
         self.execute(f"CREATE TABLE IF NOT EXISTS {stage.render()} ({columns}) USING {self.table_format}")
 

@@ -24,10 +24,10 @@ DELTA = Capabilities(
 )
 """Inside a cluster whose session has Delta: the executors fill a Delta stage, one MERGE swaps."""
 
-PARQUET = replace(DELTA, merge=False, partition_drop=True)
-"""Inside a session without Delta: day-partitioned Parquet tables, replaced partition by partition."""
+PARQUET = replace(DELTA, merge=False, partition_replace=True)
+"""Inside a session without Delta: partitioned Parquet tables, replaced partition by partition."""
 
 WAREHOUSE = replace(DELTA, staging=Staging.FILES, replays_statements=True)
 """Through a SQL warehouse: COPY INTO a stage from the staged Parquet files in storage, one MERGE.
-The connector sends a statement again when a dropped connection lost its answer (a fault trial's
+The connector replays a statement when a dropped connection lost its answer (a fault trial's
 cut lost a load's row to it): the core counts each stage rather than trust the COPY's answer."""

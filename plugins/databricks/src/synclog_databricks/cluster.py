@@ -8,14 +8,13 @@ no row passes through the driver.
 
 With Delta in the session (Databricks, or delta-spark) the tables are Delta and the core's swap
 is one MERGE. Without it they are Parquet (`ParquetTarget`): Spark can neither MERGE nor DELETE
-in Parquet tables, so a replace overwrites the partitions it touches (`partitions.py`).
+in Parquet tables, so the core's partition replace overwrites the partitions a replace touches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -24,13 +23,13 @@ from pyspark.sql import functions as F
 
 from synclog.plugin_api import (
     Capabilities,
-    Column,
-    ColumnType,
     ConfigError,
-    Cutoffs,
     FrameLoader,
     LineageDataset,
     Manifest,
+    Partitioning,
+    PartitionReplacer,
+    PartitionValue,
     Relation,
     Statement,
     TableSpec,
@@ -38,6 +37,7 @@ from synclog.plugin_api import (
     TargetSettings,
     TargetURL,
     lineage_namespace,
+    partitioning_of,
     spark_session,
     write_frame,
 )
@@ -54,7 +54,7 @@ WORKSPACE_CONF = "spark.databricks.workspaceUrl"
 
 def open_cluster_target(url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> Target:
     """A Delta target, or a Parquet one where the capabilities are Parquet's (`cluster_capabilities`)."""
-    kind = ParquetTarget if capabilities.partition_drop else SparkTarget
+    kind = ParquetTarget if capabilities.partition_replace else SparkTarget
     return kind(url, settings, capabilities, spark_session())
 
 
@@ -141,142 +141,57 @@ class SparkTarget(DatabricksTarget, FrameLoader):
         return write_frame(self._sql(sql, params), self.storage, folder, schema)
 
 
-class ParquetTarget(SparkTarget):
+class ParquetTarget(SparkTarget, PartitionReplacer):
     """Parquet tables, for a session without Delta (open-source Spark; the local tests).
 
-    Tables with a time column are partitioned by its UTC day, the others by sync where they have
-    a `sync_id` (`partitions.py`); the partition column comes after the table's own columns.
-    A replace rewrites the partitions that hold replaced or new rows in one Spark job (dynamic
-    partition overwrite: a failed job leaves the table as it was; the job's commit replaces the
-    partitions one by one) and drops those left empty. Retention does the same with the expired
-    rows: days that expire whole are dropped, days only partly expired are rewritten. Tables
-    without partitions (the metadata tables) are rewritten whole, which Spark does by deleting
-    the old files first: not atomic. Two writers replacing rows in the same partitions at once
-    can lose one's rows; Delta has none of these limits.
+    Tables are partitioned as the core's partition replace says (`partitioning_of`: a time
+    column's UTC day, else the sync), with the partition column after the table's own columns
+    (`partitions.py`). The core rewrites each partition a replace or retention touches in one
+    Spark job (dynamic partition overwrite: a failed job leaves its partition as it was) and
+    drops those left empty. Tables without partitions (the metadata tables) are rewritten whole,
+    which Spark does by deleting the old files first: not atomic. Two writers replacing rows in
+    the same partitions at once can lose one's rows; Delta has none of these limits.
     """
 
     table_format: ClassVar[str] = "PARQUET"
 
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
-        part = partitions.of(table)
+        part = partitioning_of(table)
         if part is None:
             return super().create_table_sql(relation, table)
         columns = ", ".join(self.column_sql(c) for c in table.columns)
-        column = self.quote(part.column)
+        column, kind = self.quote(part.name), partitions.column_type(part)
         return (
-            f"CREATE TABLE IF NOT EXISTS {relation.render()} ({columns}, {column} {part.type}) "
+            f"CREATE TABLE IF NOT EXISTS {relation.render()} ({columns}, {column} {kind}) "
             f"USING PARQUET PARTITIONED BY ({column}) OPTIONS ('partitionOverwriteMode' = 'dynamic')"
         )
 
-    def swap_statements(
-        self, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
-    ) -> list[Statement]:
-        """The overwrite of the partitions holding replaced or staged rows, then the drop of those
-        left empty (which a query finds first: one row per partition touched)."""
-        if scope:
-            replaced = " AND ".join(f"t.{self.quote(name)} = ?" for name in scope)
-            removal = partitions.Removal(replaced, list(scope.values()))
-        else:
-            on = " AND ".join(f"s.{self.quote(k)} = t.{self.quote(k)}" for k in table.replace_key)
-            removal = partitions.Removal(f"EXISTS (SELECT 1 FROM {stage.render()} AS s WHERE {on})")
-        part = partitions.of(table)
-        if part is None:
-            return self._rewrite_whole(table, relation, removal, stage)
-        return self._rewrite(table, relation, part, removal, stage)[0]
+    def partition_sql(self, partitioning: Partitioning, row: str, staged: bool) -> str:
+        """A staged row's partition from its source column; a stored row's is its partition column."""
+        if staged:
+            return partitions.value_sql(partitioning, f"{row}.{self.quote(partitioning.source)}")
+        return f"{row}.{self.quote(partitioning.name)}"
 
-    def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
-        """Rewrite the days that hold expired rows without them; days that expire whole are dropped."""
-        part = partitions.of(table)
-        if table.time_column is None or part is None:
-            return 0
-        time, sync = self.quote(table.time_column), self.quote("sync_id")
-        overridden = list(cutoffs.per_sync)
-        exempt = f" AND t.{sync} NOT IN ({', '.join('?' * len(overridden))})" if overridden else ""
-        clauses = [f"(t.{time} < ?{exempt})"]
-        params: list[Any] = [cutoffs.default, *overridden]
-        for sync_id, cutoff in cutoffs.per_sync.items():
-            clauses.append(f"(t.{sync} = ? AND t.{time} < ?)")
-            params += [sync_id, cutoff]
-        newest = max((cutoffs.default, *cutoffs.per_sync.values())).astimezone(UTC)
-        bound = f"t.{self.quote(part.column)} <= {part.literal(newest.date())}"
-        spec = self.table_spec(table)
-        removal = partitions.Removal(" OR ".join(clauses), params, bound)
-        statements, removed = self._rewrite(spec, self.relation(spec), part, removal, None)
-        self.run_swap(statements)
-        return removed
-
-    def _rewrite(
+    def replace_partition(
         self,
-        table: TableSpec,
         relation: Relation,
-        part: partitions.Partitioning,
-        removal: partitions.Removal,
-        stage: Relation | None,
-    ) -> tuple[list[Statement], int]:
-        """Statements that leave `relation` without the rows `removal` matches and with the staged
-        rows, partition by partition; and how many rows they remove."""
-        target, column = relation.render(), self.quote(part.column)
-        staged_part = part.value_sql(self.quote(part.source))
-        touched = [] if stage is None else [f"SELECT {staged_part}, 1, 1, 0 FROM {stage.render()}"]
-        touched.append(
-            "SELECT r.p, IF(r.hit, 0, 1), IF(r.hit, 1, 0), IF(r.hit, 1, 0) "
-            f"FROM (SELECT t.{column} AS p, COALESCE(({removal.sql}), FALSE) AS hit "
-            f"FROM {target} AS t WHERE {removal.bound}) AS r"
-        )
-        summary = self.fetch(  # per partition touched: whether rows remain, and how many go
-            f"SELECT p, MAX(keep), SUM(gone) FROM ({' UNION ALL '.join(touched)}) AS u(p, keep, touch, gone) "
-            "GROUP BY p HAVING MAX(touch) = 1",
-            removal.params,
-        )
-        filled = [p for p, keep, _ in summary if keep]
-        emptied = [p for p, keep, _ in summary if not keep]
-        statements: list[Statement] = []
-        if filled:
-            stored = [n for n in self.existing_columns(relation) or () if n not in partitions.COLUMNS]
-            selects = (
-                []
-                if stage is None
-                else [f"SELECT {self._staged(table, stored)}, {staged_part} FROM {stage.render()}"]
-            )
-            kept = f"{part.among(f't.{column}', filled)} AND NOT COALESCE(({removal.sql}), FALSE)"
-            columns = ", ".join(f"t.{self.quote(n)}" for n in stored)
-            selects.append(f"SELECT {columns}, t.{column} FROM {target} AS t WHERE {kept}")
-            statements.append(
-                (f"INSERT OVERWRITE TABLE {target} {' UNION ALL '.join(selects)}", removal.params)
-            )
-        if emptied:
-            dropped = ", ".join(f"PARTITION ({column} = {part.literal(p)})" for p in emptied)
-            statements.append((f"ALTER TABLE {target} DROP IF EXISTS {dropped}", ()))
-        return statements, sum(int(gone) for _, _, gone in summary)
+        partitioning: Partitioning | None,
+        value: PartitionValue,
+        rows: str,
+        params: Sequence[Any],
+    ) -> Statement:
+        """INSERT OVERWRITE: of the partition the rows carry (dynamic mode, a table option), or of
+        the whole table (which Spark empties first)."""
+        if partitioning is None:
+            return f"INSERT OVERWRITE TABLE {relation.render()} {rows}", params
+        tagged = f"SELECT u.*, {partitions.literal(value)} FROM ({rows}) AS u"
+        return f"INSERT OVERWRITE TABLE {relation.render()} {tagged}", params
 
-    def _staged(self, table: TableSpec, stored: Sequence[str]) -> str:
-        """The stage's values for each stored column, in the table's order (NULL for columns
-        the table has and this load does not carry, such as `split_group`)."""
-        spec = {c.name: c for c in table.columns}
-        return ", ".join(self.staged_value_sql(spec[n]) if n in spec else "NULL" for n in stored)
-
-    def _rewrite_whole(
-        self, table: TableSpec, relation: Relation, removal: partitions.Removal, stage: Relation
-    ) -> list[Statement]:
-        """A table without partitions is rewritten whole: its kept rows join the staged ones in
-        the stage (Spark cannot overwrite a table it reads), then the stage replaces it."""
-        names = ", ".join(self.quote(c) for c in table.column_names())
-        texts = ", ".join(self._stage_text(c) for c in table.columns)
-        target, staged = relation.render(), stage.render()
-        kept = f"NOT COALESCE(({removal.sql}), FALSE)"
-        values = self._staged(table, table.column_names())
-        return [
-            (
-                f"INSERT INTO {staged} ({names}) SELECT {texts} FROM {target} AS t WHERE {kept}",
-                removal.params,
-            ),
-            (f"INSERT OVERWRITE TABLE {target} SELECT {values} FROM {staged}", ()),
-        ]
-
-    def _stage_text(self, column: Column) -> str:
-        """A stored column of `t` as the stage holds it (JSON as text)."""
-        source = f"t.{self.quote(column.name)}"
-        return self.json_text_sql(source) if column.type is ColumnType.JSON else source
+    def drop_partition(
+        self, relation: Relation, partitioning: Partitioning, value: PartitionValue
+    ) -> Statement:
+        spec = f"{self.quote(partitioning.name)} = {partitions.literal(value)}"
+        return f"ALTER TABLE {relation.render()} DROP IF EXISTS PARTITION ({spec})", ()
 
 
 def variants_as_json(frame: DataFrame) -> DataFrame:

@@ -224,7 +224,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
         """A transient table (COPY cannot load a temporary one on fakesnow), without Time Travel.
         IF NOT EXISTS: its name is new, so the one that can exist is this statement's own, run
-        before by a request the connector sent again."""
+        before by a request the connector replayed."""
         columns = ", ".join(self.column_sql(c) for c in table.columns)
         self.execute(
             f"CREATE TRANSIENT TABLE IF NOT EXISTS {stage.render()} ({columns}) "
@@ -252,7 +252,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
 
     def _copy(self, sql: str) -> int:
         """The rows a COPY loaded, by its answer: 0 where it loaded no file (one row of text, as a
-        COPY that the connector sent again answers; the core counts the stage then)."""
+        COPY that the connector replayed answers; the core counts the stage then)."""
         names, rows = self._rows(sql, ())
         loaded = [n.lower() for n in names]
         if "rows_loaded" not in loaded:
