@@ -74,7 +74,7 @@ from synclog.targets.tables import ColumnType
 from synclog.writer import SyncLog
 from synclog_postgres import partitions
 from synclog_postgres.capabilities import CAPABILITIES
-from synclog_postgres.target import PostgresTarget
+from synclog_postgres.target import PostgresDialect, PostgresTarget
 from synclog_testing.factories import make_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,7 +133,7 @@ PG_TYPES = {
 def plain_copy(pg: PostgresServer, rows: list[tuple[Any, ...]]) -> None:
     """psycopg's binary COPY, row by row in its C extension: the fastest plain psycopg COPY here."""
     columns = ", ".join(f'"{c}"' for c in SYNC_LOG.column_names())
-    names = {**PostgresTarget.type_names, ColumnType.JSON: CAPABILITIES.json_type}
+    names = {**PostgresDialect.type_names, ColumnType.JSON: CAPABILITIES.json_type}
     types = [PG_TYPES[names[c.type]] for c in SYNC_LOG.columns]
     with psycopg.connect(pg.dsn) as conn, conn.cursor() as cursor:
         with cursor.copy(f"COPY bench_copy.sync_log_records ({columns}) FROM STDIN (FORMAT binary)") as copy:

@@ -6,7 +6,8 @@ account) subclass `SnowflakeSuite` with their own `target_url` and names.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,26 +59,30 @@ def database(target: Target) -> str:
 def record_statements(monkeypatch: pytest.MonkeyPatch, target: Target) -> list[str]:
     """Every statement `target` sends from now on."""
     sent: list[str] = []
-    original = target._cursor  # type: ignore[attr-defined]
+    original = target.client.cursor  # type: ignore[attr-defined]
 
-    def recording(sql: str, params: Any) -> Any:
+    @contextmanager
+    def recording(sql: str, params: Any = ()) -> Iterator[Any]:
         sent.append(sql)
-        return original(sql, params)
+        with original(sql, params) as cursor:
+            yield cursor
 
-    monkeypatch.setattr(target, "_cursor", recording)
+    monkeypatch.setattr(target.client, "cursor", recording)  # type: ignore[attr-defined]
     return sent
 
 
 def fail_on(monkeypatch: pytest.MonkeyPatch, target: Target, starts: str) -> None:
     """Make the first statement of `target` that starts with `starts` fail."""
-    original: Callable[[str, Any], Any] = target._cursor  # type: ignore[attr-defined]
+    original: Callable[..., Any] = target.client.cursor  # type: ignore[attr-defined]
 
-    def failing(sql: str, params: Any) -> Any:
+    @contextmanager
+    def failing(sql: str, params: Any = ()) -> Iterator[Any]:
         if sql.startswith(starts):
             raise TargetError("Snowflake: injected failure")
-        return original(sql, params)
+        with original(sql, params) as cursor:
+            yield cursor
 
-    monkeypatch.setattr(target, "_cursor", failing)
+    monkeypatch.setattr(target.client, "cursor", failing)  # type: ignore[attr-defined]
 
 
 class SnowflakeSuite(TargetConformance):
@@ -169,7 +174,7 @@ class SnowflakeSuite(TargetConformance):
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         # No NULL timestamp: fakesnow's server reads one back as 1970-01-01 (FAKESNOW_NOTES.md).
-        monkeypatch.setattr(type(target), "chunk_rows", 3)
+        monkeypatch.setattr(type(target.client), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(null_timestamps=False), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(

@@ -42,14 +42,14 @@ bigquery = pytest.importorskip("google.cloud.bigquery", reason="google-cloud-big
 
 from google.api_core.exceptions import BadRequest  # noqa: E402
 
+from synclog_bigquery.capabilities import CAPABILITIES  # noqa: E402
 from synclog_bigquery.connection import (  # noqa: E402
     RETRY_SECONDS,
     ConnectionSettings,
-    named_markers,
     query_parameters,
 )
 from synclog_bigquery.loading import INLINE_ROWS  # noqa: E402
-from synclog_bigquery.target import BigQueryTarget  # noqa: E402
+from synclog_bigquery.target import BigQueryDialect, BigQueryTarget  # noqa: E402
 
 DAY_MS = 86_400_000
 
@@ -118,15 +118,15 @@ class TestBigQuery(TargetConformance):
     ) -> None:
         run = make_run()
         self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
-        table = target.client.get_table(target.table_ref(target.relation(SYNC_LOG)))
+        table = target.api.get_table(target.table_ref(target.relation(SYNC_LOG)))
         partitioning = table.time_partitioning
         assert (partitioning.type_, partitioning.field) == ("DAY", "batch_started_at")
         assert partitioning.expiration_ms == 7 * DAY_MS
         assert table.clustering_fields == ["sync_id", "sync_run_id"]
         assert {f.name: f.field_type for f in table.schema}["record_payload"] == "JSON"
-        view = target.client.get_table(target.table_ref(target.relation(SYNC_LOG, SYNC_LOG.view)))
+        view = target.api.get_table(target.table_ref(target.relation(SYNC_LOG, SYNC_LOG.view)))
         assert view.table_type == "VIEW"
-        metadata = target.client.get_table(target.table_ref(target.relation(SOURCE_OBJECTS)))
+        metadata = target.api.get_table(target.table_ref(target.relation(SOURCE_OBJECTS)))
         assert metadata.time_partitioning is None
 
     def test_cleanup_keeps_partitions_for_the_longest_retention(
@@ -137,20 +137,20 @@ class TestBigQuery(TargetConformance):
         run = make_run()
         log.write_run(run, make_records(spark, record_rows(run)))
         log.cleanup(datetime.now(UTC).replace(hour=12))
-        table = target.client.get_table(target.table_ref(target.relation(SYNC_LOG)))
+        table = target.api.get_table(target.table_ref(target.relation(SYNC_LOG)))
         # A partition expires N days after its day starts: a day's last rows are kept 30 days.
         assert table.time_partitioning.expiration_ms == 31 * DAY_MS
 
     def test_expiry_option_sets_the_first_expiry(self, bigquery_server: BigQueryServer) -> None:
         with open_target(fresh_url(bigquery_server), partition_expiration_days=3) as target:
             target.ensure([SYNC_LOG])
-            table = target.client.get_table(target.table_ref(target.relation(SYNC_LOG)))
+            table = target.api.get_table(target.table_ref(target.relation(SYNC_LOG)))
         assert table.time_partitioning.expiration_ms == 3 * DAY_MS
 
     def test_datasets_are_made_in_the_configured_location(self, bigquery_server: BigQueryServer) -> None:
         with open_target(fresh_url(bigquery_server, location="EU")) as target:
             target.ensure([SYNC_LOG])
-            dataset = target.client.get_dataset(bigquery.DatasetReference(target.project, "census"))
+            dataset = target.api.get_dataset(bigquery.DatasetReference(target.project, "census"))
         assert dataset.location == "EU"
 
     def test_one_load_job_per_write_and_no_staging_left(
@@ -158,7 +158,7 @@ class TestBigQuery(TargetConformance):
     ) -> None:
         loads: list[Any] = []
         files: dict[str, int] = {}
-        real_load, real_files = target.client.load_table_from_file, target.load_files
+        real_load, real_files = target.api.load_table_from_file, target.load_files
 
         def counted_load(*args: Any, **kwargs: Any) -> Any:
             loads.append(args[1])
@@ -168,7 +168,7 @@ class TestBigQuery(TargetConformance):
             files[table.name] = len(manifest.files)
             return real_files(stage, table, manifest)
 
-        monkeypatch.setattr(target.client, "load_table_from_file", counted_load)
+        monkeypatch.setattr(target.api, "load_table_from_file", counted_load)
         monkeypatch.setattr(target, "load_files", counted_files)
         run = make_run()
         count = INLINE_ROWS + 200  # more rows than go inline
@@ -181,7 +181,7 @@ class TestBigQuery(TargetConformance):
         assert files[SYNC_LOG.name] > 1
         assert len(loads) == 1
         assert result.loaded["census.source_objects"] == 1
-        tables = target.client.list_tables(bigquery.DatasetReference(target.project, "census"))
+        tables = target.api.list_tables(bigquery.DatasetReference(target.project, "census"))
         assert not [t.table_id for t in tables if t.table_id.startswith(STAGE_PREFIX)]
 
     def test_a_large_driver_table_goes_through_a_load_job(
@@ -207,7 +207,7 @@ class TestBigQuery(TargetConformance):
         with pytest.raises(BadRequest, match="JSON"):
             target.replace_rows(SYNC_LOG, Rows.of(frame))
         assert self.count(target) == 40
-        tables = target.client.list_tables(bigquery.DatasetReference(target.project, "census"))
+        tables = target.api.list_tables(bigquery.DatasetReference(target.project, "census"))
         assert not [t.table_id for t in tables if t.table_id.startswith(STAGE_PREFIX)]
 
     def test_parameters_bind_in_order_after_a_with_clause(self, target: BigQueryTarget) -> None:
@@ -219,7 +219,7 @@ class TestBigQuery(TargetConformance):
     def test_read_rows_streams_the_export_page_by_page(
         self, target: BigQueryTarget, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(type(target), "chunk_rows", 3)
+        monkeypatch.setattr(type(target.client), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(
@@ -259,16 +259,16 @@ def test_bad_urls_say_why(url: str, message: str) -> None:
 
 
 def test_markers_outside_literals_and_comments_are_numbered() -> None:
-    sql = "SELECT '?' AS a, `b?` AS b, ? AS c -- ?\nFROM t WHERE d = ? /* ? */"
-    assert named_markers(sql) == (
-        "SELECT '?' AS a, `b?` AS b, @p0 AS c -- ?\nFROM t WHERE d = @p1 /* ? */",
-        2,
+    sql = 'SELECT \'?\' AS a, `b?` AS b, "\\"?" AS e, ? AS c -- ?\nFROM t WHERE d = ? /* ? */ # ?'
+    assert BigQueryDialect(CAPABILITIES).bind(sql, [7, "x"]) == (
+        'SELECT \'?\' AS a, `b?` AS b, "\\"?" AS e, @p0 AS c -- ?\nFROM t WHERE d = @p1 /* ? */ # ?',
+        {"p0": 7, "p1": "x"},
     )
 
 
 def test_query_parameters_are_typed() -> None:
     now = datetime.now(UTC)
-    params = query_parameters([1, "a", now, None, [3, 4]])
+    params = query_parameters({"p0": 1, "p1": "a", "p2": now, "p3": None, "p4": [3, 4]})
     assert [p.name for p in params] == ["p0", "p1", "p2", "p3", "p4"]
     assert [p.to_api_repr()["parameterType"].get("type") for p in params] == [
         "INT64",
@@ -278,7 +278,7 @@ def test_query_parameters_are_typed() -> None:
         "ARRAY",
     ]
     with pytest.raises(TypeError, match="cannot pass a object"):
-        query_parameters([object()])
+        query_parameters({"p0": object()})
 
 
 class TestGcsStorage:
@@ -300,7 +300,7 @@ class TestGcsStorage:
             )
             stack.enter_context(target)
             jobs: list[list[str]] = []
-            real_load = target.client.load_table_from_uri
+            real_load = target.api.load_table_from_uri
 
             def recorded(uris: list[str], *args: Any, **kwargs: Any) -> Any:
                 jobs.append(list(uris))
@@ -309,8 +309,8 @@ class TestGcsStorage:
             def refused(*args: Any, **kwargs: Any) -> Any:
                 raise AssertionError("the driver read or uploaded staged rows")
 
-            monkeypatch.setattr(target.client, "load_table_from_uri", recorded)
-            monkeypatch.setattr(target.client, "load_table_from_file", refused)
+            monkeypatch.setattr(target.api, "load_table_from_uri", recorded)
+            monkeypatch.setattr(target.api, "load_table_from_file", refused)
             for name in ("local_paths", "batches", "dataset"):
                 monkeypatch.setattr(Manifest, name, refused)
             run = make_run()

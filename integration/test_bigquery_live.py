@@ -54,7 +54,7 @@ class TestBigQueryLive(TargetConformance):
         settings = TargetSettings(schemas=schemas, storage=storage)
         target = registry().open(TargetURL.parse(target_url), settings)
         yield target
-        client = target.client  # type: ignore[attr-defined]
+        client = target.api  # type: ignore[attr-defined]
         for dataset in schemas.values():
             reference = bigquery.DatasetReference(client.project, dataset)
             client.delete_dataset(reference, delete_contents=True, not_found_ok=True)
@@ -65,7 +65,7 @@ class TestBigQueryLive(TargetConformance):
     ) -> None:
         run = make_run()
         self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
-        client = target.client  # type: ignore[attr-defined]
+        client = target.api  # type: ignore[attr-defined]
         table = client.get_table(target.table_ref(target.relation(SYNC_LOG)))  # type: ignore[attr-defined]
         assert table.time_partitioning.field == "batch_started_at"
         assert table.time_partitioning.expiration_ms == 7 * DAY_MS

@@ -219,11 +219,11 @@ class TestDatabricksWarehouse(TargetConformance):
     ) -> None:
         """The connector replays a statement when a dropped connection lost its answer, and the
         warehouse may have run it: here every stage's CREATE, COPY INTO and MERGE runs twice."""
-        once = target._cursor  # type: ignore[attr-defined]
+        once = target.client.cursor  # type: ignore[attr-defined]
         sent: list[str] = []
 
         @contextlib.contextmanager
-        def twice(sql: str, params: Any) -> Iterator[Any]:
+        def twice(sql: str, params: Any = ()) -> Iterator[Any]:
             sent.append(sql)
             if sql.startswith(("CREATE TABLE IF NOT EXISTS", "COPY INTO", "MERGE")):
                 with once(sql, params):
@@ -231,7 +231,7 @@ class TestDatabricksWarehouse(TargetConformance):
             with once(sql, params) as cursor:
                 yield cursor
 
-        monkeypatch.setattr(target, "_cursor", twice)
+        monkeypatch.setattr(target.client, "cursor", twice)  # type: ignore[attr-defined]
         run = make_run()
         self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
         assert target.fetch("SELECT COUNT(*), COUNT(DISTINCT log_id) FROM census.census.sync_log") == [
@@ -271,7 +271,7 @@ class TestDatabricksWarehouse(TargetConformance):
     def test_read_rows_streams_the_export_in_chunks(
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(type(target), "chunk_rows", 3)
+        monkeypatch.setattr(type(target.client), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file(
@@ -349,9 +349,9 @@ class TestWarehouseReadsStorage:
             monkeypatch.setattr(Manifest, name, refused)
         try:
             with registry().open(TargetURL.parse(warehouse_url(dbx)), settings) as target:
-                real = target._cursor
-                monkeypatch.setattr(
-                    target, "_cursor", lambda sql, params: sent.append(sql) or real(sql, params)
+                real = target.client.cursor  # type: ignore[attr-defined]
+                monkeypatch.setattr(  # type: ignore[attr-defined]
+                    target.client, "cursor", lambda sql, params=(): sent.append(sql) or real(sql, params)
                 )
                 run = make_run()
                 with several_tasks(spark, 3):

@@ -325,7 +325,7 @@ class TestPostgres(
     def test_read_rows_streams_the_export_in_chunks(
         self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(type(target), "chunk_rows", 3)
+        monkeypatch.setattr(type(target.client), "chunk_rows", 3)
         check_read_back(target, spark, read_back_rows(), row_groups=[3, 3, 2])
 
     def test_read_rows_of_a_sync_without_rows_is_an_empty_file_with_the_schema(

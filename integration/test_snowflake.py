@@ -21,7 +21,7 @@ import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -308,14 +308,17 @@ class TestExternalStage:
         settings = TargetSettings(storage=s3_storage)
         with registry().open(TargetURL.parse(server_url(fakesnow_on_s3)), settings) as target:
             sent = record_statements(monkeypatch, target)
-            once = target._cursor  # type: ignore[attr-defined]
+            once = target.client.cursor  # type: ignore[attr-defined]
 
-            def twice(sql: str, params: Any) -> Any:
+            @contextmanager
+            def twice(sql: str, params: Any = ()) -> Iterator[Any]:
                 if sql.startswith(("CREATE TRANSIENT TABLE", "COPY INTO", "INSERT", "DELETE")):
-                    once(sql, params)
-                return once(sql, params)
+                    with once(sql, params):
+                        pass
+                with once(sql, params) as cursor:
+                    yield cursor
 
-            monkeypatch.setattr(target, "_cursor", twice)
+            monkeypatch.setattr(target.client, "cursor", twice)  # type: ignore[attr-defined]
             run = make_run()
             SyncLog(target, Config(storage=s3_storage), spark).write_run(
                 run, make_records(spark, record_rows(run))

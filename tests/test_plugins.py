@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +24,10 @@ from synclog.targets.contract import check_target_class, missing_methods
 from synclog.targets.duckdb import CAPABILITIES as DUCKDB
 from synclog.targets.duckdb import TARGET_TYPE, DuckDBTarget
 from synclog.targets.sql import SqlTarget
+from synclog.targets.sql_client import DbApiClient
+from synclog.targets.sql_dialect import SqlDialect
 from synclog.targets.sql_loaders import FileLoader, PartitionExpirer, SchemaAttacher
+from synclog.targets.swaps.partition_replace import PartitionReplacer
 from synclog.urls import TargetURL
 
 
@@ -89,9 +94,9 @@ def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() 
         manager.registry().register(kind)
     census_only = replace(TEXT, layouts=("census",))
     assert missing_methods(_NoReadBack, census_only) == []
-    assert missing_methods(SqlTarget, census_only) == ["query", "close", "load_files"]
+    assert missing_methods(SqlTarget, census_only) == ["load_files"]
     dropping = replace(census_only, partition_drop=True)
-    assert missing_methods(SqlTarget, dropping) == ["query", "close", "load_files", "drop_partitions"]
+    assert missing_methods(SqlTarget, dropping) == ["load_files", "drop_partitions"]
 
     class OwnRetention(SqlTarget):
         def delete_expired(self, table: object, cutoffs: object) -> int:  # type: ignore[override]
@@ -128,8 +133,6 @@ def test_a_sql_target_takes_part_in_what_its_capabilities_need_by_mixin() -> Non
     schemas and expiring partitions must be a SchemaAttacher and a PartitionExpirer."""
     needs = replace(TEXT, layouts=("census",), schemas=Schemas.ATTACHED, partition_expiry=True)
     assert missing_methods(SqlTarget, needs) == [
-        "query",
-        "close",
         "load_files",
         "expire_partitions",
         "attach_schema",
@@ -138,7 +141,7 @@ def test_a_sql_target_takes_part_in_what_its_capabilities_need_by_mixin() -> Non
     class Attaching(SqlTarget, FileLoader, PartitionExpirer, SchemaAttacher):
         def attach_schema(self, relation: object) -> None: ...
 
-    assert missing_methods(Attaching, needs) == ["query", "close", "load_files", "expire_partitions"]
+    assert missing_methods(Attaching, needs) == ["load_files", "expire_partitions"]
     assert issubclass(Attaching, SchemaAttacher) and not issubclass(SqlTarget, SchemaAttacher)
 
 
@@ -155,6 +158,74 @@ def test_an_out_of_tree_plugin_registers_through_its_entry_point() -> None:
 
     assert "sqlite" in {name for name, _ in manager.plugin_manager().list_name_plugin()}
     assert manager.registry().for_url(TargetURL.parse("sqlite:///x.sqlite")) is plugin.TARGET_TYPE
+
+
+LAZY_PLUGIN = """
+from synclog import plugin_api as api
+
+SYNCLOG_PLUGIN_API = 1
+TARGET_TYPE = api.TargetType(
+    name="lazy",
+    schemes=("lazy",),
+    capabilities=api.Capabilities(json_type="JSON", layouts=("census",)),
+    summary="a target whose class is imported when it opens",
+    opener="synclog_lazy_target:Lazy",
+    file_url=True,
+)
+synclog_register_targets = api.registering(TARGET_TYPE)
+"""
+
+
+def test_a_plugin_registers_by_registering_and_its_class_is_imported_when_a_target_opens(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "synclog_lazy_target.py").write_text("from synclog.targets.duckdb import DuckDBTarget as Lazy")
+    try:
+        with installed(site, "synclog_lazy", LAZY_PLUGIN):
+            kind = manager.registry().for_url(TargetURL.parse("lazy:///x.db"))
+            assert kind.name == "lazy"
+            assert "synclog_lazy_target" not in sys.modules  # registered without importing the class
+            target = kind.open(TargetURL.parse(f"lazy:///{tmp_path / 'lazy.duckdb'}"))
+            try:
+                assert "synclog_lazy_target" in sys.modules
+                assert type(target).__name__ == "DuckDBTarget"
+            finally:
+                target.close()
+    finally:
+        sys.modules.pop("synclog_lazy_target", None)
+
+
+def test_the_guide_lists_exactly_the_override_points_of_a_sql_target() -> None:
+    """docs/plugins.md's tables of what a SQL target, its dialect, its client and a partition
+    replacer may override are their public attributes not marked `@final` (mypy refuses a plugin
+    that overrides a final one)."""
+    guide = (Path(__file__).parents[1] / "docs" / "plugins.md").read_text()
+    tables = {
+        SqlTarget: "target override point",
+        SqlDialect: "dialect hook",
+        DbApiClient: "client override point",
+        PartitionReplacer: "partition replacer hook",
+    }
+    for cls, header in tables.items():
+        table = guide.split(f"| {header} | default |", 1)[1].split("\n\n", 1)[0]
+        listed = set(re.findall(r"^\| `(\w+)", table, re.M))
+        listed |= set(re.findall(r"^\| `[^`]+`, `(\w+)", table, re.M))  # two in a row
+        assert listed == overridable(cls), cls.__name__
+
+
+def overridable(cls: type) -> set[str]:
+    """The public attributes of `cls` that are not `@final`: methods and class variables."""
+    names = set()
+    for name in dir(cls):
+        value = inspect.getattr_static(cls, name)
+        if name.startswith("_") or hasattr(object, name):
+            continue
+        function = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+        if not (getattr(value, "__final__", False) or getattr(function, "__final__", False)):
+            names.add(name)
+    return names
 
 
 def test_unknown_scheme_names_the_plugin_to_install() -> None:
@@ -200,25 +271,28 @@ def _view_statements(transactional_ddl: bool, tmp_path: Path) -> list[list[str]]
     the census tables, the same again, then with a column added."""
     from synclog.layouts.census import SYNC_LOG
     from synclog.targets.tables import Column, ColumnType
-    from synclog_sqlite.target import CAPABILITIES, SqliteTarget
+    from synclog_sqlite.target import CAPABILITIES, SqliteClient, SqliteTarget
 
-    class Recording(SqliteTarget):
+    class Recording(SqliteClient):
         statements: list[str] = []
 
-        def execute(self, sql: str, params: object = ()) -> int:
+        def cursor(self, sql: str, params: Any = ()) -> Any:
             self.statements.append(sql.split(" ", 1)[0] if sql.startswith(("BEGIN", "COMMIT")) else sql)
-            return super().execute(sql, params)  # type: ignore[arg-type]
+            return super().cursor(sql, params)
 
     capabilities = replace(CAPABILITIES, transactional_ddl=transactional_ddl)
-    target = Recording(
+    target = SqliteTarget(
         TargetURL.parse(f"sqlite:///{tmp_path / 'ddl.sqlite'}"), TargetSettings(), capabilities
+    )
+    target.client = recording = Recording(
+        target.client.connection, target.client.outages, target.client.where
     )
     wider = replace(SYNC_LOG, columns=(*SYNC_LOG.columns, Column("added_later", ColumnType.STRING)))
     seen = []
     for table in (SYNC_LOG, SYNC_LOG, wider):
-        target.statements.clear()
+        recording.statements.clear()
         target.ensure([table])
-        seen.append([s for s in target.statements if "VIEW" in s or s in ("BEGIN", "COMMIT")])
+        seen.append([s for s in recording.statements if "VIEW" in s or s in ("BEGIN", "COMMIT")])
     names = target.query("SELECT name FROM pragma_table_info('sync_log', 'census')").column(0).to_pylist()
     assert names[-1] == "added_later"
     target.close()

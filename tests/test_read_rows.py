@@ -9,26 +9,29 @@ from pyspark.sql import SparkSession
 
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
-from synclog.targets.duckdb import CAPABILITIES, DuckDBTarget
-from synclog.targets.sql import SqlTarget
+from synclog.targets.duckdb import CAPABILITIES, DuckDBClient, DuckDBTarget
+from synclog.targets.sql_client import SqlClient
 from synclog.urls import TargetURL
 from synclog_testing.read_back import READS, check_empty_read_back, check_read_back, read_back_rows
 
 
-class GenericTarget(DuckDBTarget):
-    """DuckDB read back through SqlTarget's default result (the path plugins inherit)."""
+class GenericClient(DuckDBClient):
+    """DuckDB read back through SqlClient's default result (the path clients inherit)."""
 
-    result_batches = SqlTarget.result_batches
+    result_batches = SqlClient.result_batches
 
 
-def open_target(kind: type[DuckDBTarget], tmp_path: Path) -> DuckDBTarget:
+def open_target(kind: type[DuckDBClient], tmp_path: Path) -> DuckDBTarget:
+    """A DuckDB target whose client is of `kind`."""
     settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
-    return kind(TargetURL.parse(f"duckdb:///{tmp_path / 'target.duckdb'}"), settings, CAPABILITIES)
+    target = DuckDBTarget(TargetURL.parse(f"duckdb:///{tmp_path / 'target.duckdb'}"), settings, CAPABILITIES)
+    target.client = kind(target.client.connection, target.client.outages, target.client.where)
+    return target
 
 
-@pytest.mark.parametrize(("kind", "row_groups"), [(DuckDBTarget, [3, 3, 2]), (GenericTarget, [8])])
+@pytest.mark.parametrize(("kind", "row_groups"), [(DuckDBClient, [3, 3, 2]), (GenericClient, [8])])
 def test_read_rows(
-    kind: type[DuckDBTarget],
+    kind: type[DuckDBClient],
     row_groups: list[int],
     spark: SparkSession,
     tmp_path: Path,
@@ -44,8 +47,8 @@ def test_read_rows(
     target.close()
 
 
-@pytest.mark.parametrize("kind", [DuckDBTarget, GenericTarget])
-def test_empty_read_back(kind: type[DuckDBTarget], spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", [DuckDBClient, GenericClient])
+def test_empty_read_back(kind: type[DuckDBClient], spark: SparkSession, tmp_path: Path) -> None:
     target = open_target(kind, tmp_path)
     check_empty_read_back(target, spark)
     target.close()

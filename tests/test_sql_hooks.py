@@ -1,8 +1,10 @@
-"""The documented SQL hooks of `SqlTarget` are the only way the core's SQL reaches a type name, an
-identifier quote or a partition: a target that overrides one hook changes every statement concerned."""
+"""The documented SQL hooks of `SqlTarget` and its dialect are the only way the core's SQL reaches a
+type name, an identifier quote, a parameter marker or a partition: a target that overrides one hook
+changes every statement concerned. Its client tells outages by a test of the driver's error."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
@@ -17,35 +19,44 @@ from synclog.plugin_api import (
     Capabilities,
     Column,
     ColumnType,
+    Cutoffs,
     Relation,
     TableSpec,
+    TargetError,
     TargetSettings,
     TargetURL,
+    outages,
 )
 from synclog.storage.location import Location
 from synclog.targets.duckdb import CAPABILITIES as DUCKDB
-from synclog.targets.duckdb import DuckDBTarget
+from synclog.targets.duckdb import DuckDBClient, DuckDBDialect, DuckDBTarget
 from synclog.targets.rows import Rows
-from synclog_sqlite.target import CAPABILITIES, SqliteTarget
+from synclog_sqlite.target import CAPABILITIES, SqliteClient, SqliteDialect, SqliteTarget, is_outage
 
-DECLARED = {**DuckDBTarget.type_names, ColumnType.JSON: "JSON"}
+DECLARED = {**DuckDBDialect.type_names, ColumnType.JSON: "JSON"}
 
 
-class _HookedDuckDB(DuckDBTarget):
+class _HookedDialect(DuckDBDialect):
     """DuckDB whose `type_names` are no types at all: SQL that bypasses `column_sql` and
-    `cast_sql` fails. It records the days `ensure_partitions` sees in each stage."""
+    `cast_sql` fails."""
 
-    type_names: ClassVar[dict[ColumnType, str]] = dict.fromkeys(DuckDBTarget.type_names, "NOT_A_TYPE")
-
-    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
-        super().__init__(url, settings, capabilities)
-        self.partitions_made: list[tuple[str, list[date]]] = []
+    type_names: ClassVar[dict[ColumnType, str]] = dict.fromkeys(DuckDBDialect.type_names, "NOT_A_TYPE")
 
     def column_sql(self, column: Column) -> str:
         return f"{self.quote(column.name)} {DECLARED[column.type]}"
 
     def cast_sql(self, expression: str, type_: ColumnType) -> str:
         return f"CAST({expression} AS {DECLARED[type_]})"
+
+
+class _HookedDuckDB(DuckDBTarget):
+    """DuckDB in the hooked dialect. It records the days `ensure_partitions` sees in each stage."""
+
+    dialect_class = _HookedDialect
+
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
+        self.partitions_made: list[tuple[str, list[date]]] = []
 
     def ensure_partitions(self, table: TableSpec, relation: Relation, stage: Relation) -> None:
         time = self.quote(table.time_column or "")
@@ -93,7 +104,7 @@ def test_declarations_casts_and_partitions_go_through_their_hooks(
         assert sorted(r["log_id"] for r in read.collect()) == ["l0", "l1"]
 
 
-class _EngineClause(DuckDBTarget):
+class _EngineClauseDialect(DuckDBDialect):
     """DuckDB whose CREATE TABLE carries a clause of its own: a table CHECK, standing in for the
     engine clause some warehouses need."""
 
@@ -101,6 +112,10 @@ class _EngineClause(DuckDBTarget):
         columns = ", ".join(self.column_sql(c) for c in table.columns)
         first = self.quote(table.columns[0].name)
         return f"CREATE TABLE IF NOT EXISTS {relation.render()} ({columns}, CHECK ({first} IS NOT NULL))"
+
+
+class _EngineClause(DuckDBTarget):
+    dialect_class = _EngineClauseDialect
 
 
 def test_every_framework_table_is_created_through_create_table_sql(tmp_path: Path) -> None:
@@ -154,5 +169,144 @@ def test_the_identifier_quote_is_a_capability(tmp_path: Path, spark: SparkSessio
         rows = [log_row(0, datetime(2026, 3, 1, tzinfo=UTC))]
         assert target.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, rows)) == 1
         assert target.query("SELECT `log_id` FROM `census`.`sync_log`").column(0).to_pylist() == ["l0"]
+    finally:
+        target.close()
+
+
+# -- the client and the dialect a SQL target is composed of ------------------------------------
+
+
+def test_an_outage_is_told_by_a_test_of_the_drivers_error(tmp_path: Path) -> None:
+    """sqlite3 raises one OperationalError for a locked file and for SQL it rejects: by type alone
+    both would be outages; the SQLite plugin's test of the error's name tells them apart."""
+    path = tmp_path / "locked.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (a INTEGER)")
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the file's write lock
+    client = SqliteClient(sqlite3.connect(path, isolation_level=None, timeout=0), (is_outage,), "SQLite x")
+    try:
+        with pytest.raises(TargetError, match=r"^SQLite x: database is locked$"):
+            client.execute("INSERT INTO t VALUES (?)", [1])
+        with pytest.raises(sqlite3.OperationalError, match="no such table: missing"):  # a bug of ours
+            client.execute("INSERT INTO missing VALUES (1)")
+        with pytest.raises(TargetError), outages((sqlite3.OperationalError,), "by type"):
+            client.connection.execute("INSERT INTO missing VALUES (1)")  # the type alone cannot tell
+        holder.execute("COMMIT")
+        client.execute("INSERT INTO t VALUES (?)", [1])
+        with pytest.raises(ZeroDivisionError), client.transaction():
+            client.execute("INSERT INTO t VALUES (?)", [2])
+            raise ZeroDivisionError  # the block fails: its row is rolled back, the committed one stays
+        assert client.fetch("SELECT a FROM t") == [(1,)]
+    finally:
+        client.close()
+        holder.close()
+
+
+class _ClickHouseLike(DuckDBDialect):
+    """Named, typed markers as ClickHouse writes them: `{p0:Int64}`."""
+
+    named = True
+
+    def marker(self, name: str, value: Any) -> str:
+        kind = {int: "Int64", str: "String"}[type(value)]
+        return f"{{{name}:{kind}}}"
+
+
+def test_named_typed_markers_are_written_by_the_dialect() -> None:
+    sql = "SELECT ? AS a, '?' AS b, \"?\" AS c -- ?\nFROM t WHERE d = ? /* ? */"
+    assert _ClickHouseLike(DUCKDB).bind(sql, [7, "x"]) == (
+        "SELECT {p0:Int64} AS a, '?' AS b, \"?\" AS c -- ?\nFROM t WHERE d = {p1:String} /* ? */",
+        {"p0": 7, "p1": "x"},
+    )
+    assert DuckDBDialect(DUCKDB).bind(sql, [7, "x"]) == (sql, [7, "x"])  # positional: as it is
+    with pytest.raises(ValueError, match="more markers than its 1 parameters"):
+        _ClickHouseLike(DUCKDB).bind(sql, [7])
+    with pytest.raises(ValueError, match="2 markers for 3 parameters"):
+        _ClickHouseLike(DUCKDB).bind(sql, [7, "x", 9])
+
+
+_DUCKDB_TYPES = {bool: "BOOLEAN", int: "BIGINT", str: "VARCHAR", datetime: "TIMESTAMPTZ", list: "VARCHAR[]"}
+
+
+class _NamedDialect(DuckDBDialect):
+    """DuckDB's named parameters (`$p0`), each cast to the type of its value: a driver with named,
+    typed parameters, which takes no `?`."""
+
+    named = True
+
+    def marker(self, name: str, value: Any) -> str:
+        return f"${name}" if value is None else f"${name}::{_DUCKDB_TYPES[type(value)]}"
+
+
+class _Recording(DuckDBClient):
+    """Records the parameters each statement reached the driver with."""
+
+    bound: ClassVar[list[Any]] = []
+
+    def driver_params(self, params: Any) -> Any:
+        type(self).bound.append(params)
+        return super().driver_params(params)
+
+
+class _NamedDuckDB(DuckDBTarget):
+    dialect_class = _NamedDialect
+
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
+        self.client = _Recording(self.client.connection, self.client.outages, self.client.where)
+
+
+def test_a_driver_with_named_typed_parameters_needs_no_rewrite_of_the_cores_sql(
+    tmp_path: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DDL and versions, a keyed and a scoped swap, retention and a read-back bind their values
+    through the dialect: the driver sees `$p0::BIGINT` markers and a mapping, never a `?`."""
+    monkeypatch.setattr(_Recording, "bound", [])
+    settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
+    target = _NamedDuckDB(TargetURL.parse(f"duckdb:///{tmp_path / 'named.duckdb'}"), settings, DUCKDB)
+    try:
+        target.ensure([SYNC_LOG])
+        days = [datetime(2026, 3, 1, 8, tzinfo=UTC), datetime(2026, 3, 2, 9, tzinfo=UTC)]
+        rows = [log_row(n, started) for n, started in enumerate(days)]
+        assert target.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, rows)) == 2
+        read = "SELECT log_id FROM census.sync_log WHERE sync_id = ? AND log_id <> '?' ORDER BY 1"
+        assert target.query(read, [7]).column(0).to_pylist() == ["l0", "l1"]
+        assert target.delete_expired(SYNC_LOG, Cutoffs(default=datetime(2026, 3, 2, tzinfo=UTC))) == 1
+        with target.read_rows(SYNC_LOG, 7, spark) as frame:
+            assert frame is not None
+            assert [r["log_id"] for r in frame.collect()] == ["l1"]
+        assert target.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, []), scope={"sync_id": 7}) == 0
+        assert target.query(read, [7]).num_rows == 0
+        assert target.fetch("SELECT max(version) FROM census.synclog_versions")[0][0] == 1
+    finally:
+        target.close()
+    with_values = [params for params in _Recording.bound if params]
+    assert len(with_values) >= 6
+    assert all(isinstance(params, dict) for params in with_values)
+
+
+class _NamedSqliteDialect(SqliteDialect):
+    """sqlite3 in its `named` paramstyle: the dialect's default marker, `:p0`."""
+
+    named = True
+
+
+class _NamedSqlite(SqliteTarget):
+    dialect_class = _NamedSqliteDialect
+
+
+def test_the_default_named_marker_is_the_db_apis_named_style(tmp_path: Path, spark: SparkSession) -> None:
+    settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
+    target = _NamedSqlite(TargetURL.parse(f"sqlite:///{tmp_path / 'named.sqlite'}"), settings, CAPABILITIES)
+    try:
+        assert target.dialect.bind("SELECT ? + ?", [1, 2]) == ("SELECT :p0 + :p1", {"p0": 1, "p1": 2})
+        table = replace(SYNC_LOG, view=None)
+        target.ensure([table])
+        rows = [log_row(n, datetime(2026, 3, n + 1, tzinfo=UTC)) for n in range(3)]
+        assert target.replace_rows(table, Rows.local(spark, table, rows)) == 3
+        assert target.replace_rows(table, Rows.local(spark, table, rows[:1])) == 1  # replaces l0 only
+        assert target.delete_expired(table, Cutoffs(default=datetime(2026, 3, 2, tzinfo=UTC))) == 1
+        read = "SELECT log_id FROM census.sync_log_records WHERE sync_id = ? ORDER BY 1"
+        assert target.query(read, [7]).column(0).to_pylist() == ["l1", "l2"]
     finally:
         target.close()

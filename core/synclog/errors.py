@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+
+Outage = type[BaseException] | Callable[[BaseException], bool]
+"""What makes an error an outage: an exception type, or a test of the exception (its driver's
+error name or code) for a driver that raises one type for everything."""
 
 
 class SynclogError(Exception):
@@ -28,14 +32,24 @@ def first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def _is_outage(exc: BaseException, kinds: Iterable[Outage]) -> bool:
+    """Whether `exc` is of one of the exception types in `kinds` or passes one of its tests."""
+    return any(isinstance(exc, kind) if isinstance(kind, type) else kind(exc) for kind in kinds)
+
+
 @contextmanager
-def outages(kinds: tuple[type[BaseException], ...], where: str) -> Iterator[None]:
-    """Turn a driver's connection and server failures (`kinds`) into one-line TargetErrors.
+def outages(kinds: Iterable[Outage], where: str) -> Iterator[None]:
+    """Turn a driver's connection and server failures (`kinds`: exception types, or tests of an
+    exception such as `lambda e: getattr(e, "sqlite_errorname", "") == "SQLITE_BUSY"`) into
+    one-line TargetErrors.
 
     Only these are outages that a write survives (its batches wait for `flush`); any other
     error of the driver, such as SQL it rejects, is a bug of ours and passes through as it is.
     """
+    kinds = tuple(kinds)
     try:
         yield
-    except kinds as exc:
-        raise TargetError(f"{where}: {first_line(exc)}") from None
+    except BaseException as exc:
+        if _is_outage(exc, kinds):
+            raise TargetError(f"{where}: {first_line(exc)}") from None
+        raise

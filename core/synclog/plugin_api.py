@@ -13,9 +13,9 @@ Names exported here keep their meaning within a plugin API version; anything els
 
 from synclog.capabilities import Capabilities, Casefold, FileFormat, Schemas, Staging
 from synclog.config import DEFAULT_RETENTION_DAYS
-from synclog.errors import ConfigError, InputError, SynclogError, TargetError, first_line, outages
+from synclog.errors import ConfigError, InputError, Outage, SynclogError, TargetError, first_line, outages
 from synclog.naming import LineageDataset, Relation, check_name, lineage_namespace
-from synclog.plugins.hookspecs import API_ATTRIBUTE, PLUGIN_API_VERSION, TargetRegister, hookimpl
+from synclog.plugins.hookspecs import API_ATTRIBUTE, PLUGIN_API_VERSION, TargetRegister, hookimpl, registering
 from synclog.spark import spark_session
 from synclog.storage.files import by_name, published, write_frame
 from synclog.storage.location import Location
@@ -27,7 +27,8 @@ from synclog.targets.export import rows_batch, write_batches
 from synclog.targets.literals import plain_text
 from synclog.targets.rows import Rows
 from synclog.targets.sql import VERSIONS_TABLE, SqlTarget
-from synclog.targets.sql_client import SqlClient
+from synclog.targets.sql_client import DbApiClient, SqlClient
+from synclog.targets.sql_dialect import Params, SqlDialect
 from synclog.targets.sql_loaders import (
     FileLoader,
     FrameLoader,
@@ -63,6 +64,7 @@ __all__ = [
     "ColumnType",
     "ConfigError",
     "Cutoffs",
+    "DbApiClient",
     "FileFormat",
     "FileLoader",
     "FileStageWriter",
@@ -71,6 +73,8 @@ __all__ = [
     "LineageDataset",
     "Location",
     "Manifest",
+    "Outage",
+    "Params",
     "PartitionDropper",
     "PartitionExpirer",
     "PartitionReplacer",
@@ -81,6 +85,7 @@ __all__ = [
     "SchemaAttacher",
     "Schemas",
     "SqlClient",
+    "SqlDialect",
     "SqlTarget",
     "StageWriter",
     "Stages",
@@ -106,6 +111,7 @@ __all__ = [
     "partitioning_of",
     "plain_text",
     "published",
+    "registering",
     "required_methods",
     "rows_batch",
     "spark_session",

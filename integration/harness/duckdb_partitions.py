@@ -6,7 +6,7 @@ Its partition hook is one statement per partition. DuckDB has no `REPLACE PARTIT
 statement that does what ClickHouse's does is a MERGE confined to the partition: every row of the
 partition goes (matched by no source row), every row of the query comes in. It declares
 `merge = no` all the same, so the core picks partition replace as for a warehouse with no MERGE,
-and it refuses `transaction()`: the core never asks a target without transactions for one.
+and its client refuses `transaction()`: the core never asks a target without transactions for one.
 docs/plugins.md walks through it.
 """
 
@@ -19,20 +19,33 @@ from typing import Any
 
 from synclog import plugin_api as api
 from synclog.targets.duckdb import CAPABILITIES as DUCKDB
-from synclog.targets.duckdb import DuckDBTarget
+from synclog.targets.duckdb import DuckDBClient, DuckDBTarget
 
 SCHEME = "duckdb-partitions"
 
 CAPABILITIES = replace(DUCKDB, transactions=False, merge=False, partition_replace=True)
 
 
-class PartitionedDuckDB(DuckDBTarget, api.PartitionReplacer):
-    """DuckDB whose rows change one partition at a time, in one statement each."""
+class NoTransactionsClient(DuckDBClient):
+    """DuckDB's client refusing transactions, as a warehouse without them would."""
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         raise AssertionError("the core asked a target without transactions for a transaction")
         yield  # pragma: no cover
+
+
+class PartitionedDuckDB(DuckDBTarget, api.PartitionReplacer):
+    """DuckDB whose rows change one partition at a time, in one statement each."""
+
+    client: NoTransactionsClient
+
+    def __init__(
+        self, url: api.TargetURL, settings: api.TargetSettings, capabilities: api.Capabilities
+    ) -> None:
+        super().__init__(url, settings, capabilities)
+        opened = self.client
+        self.client = NoTransactionsClient(opened.connection, opened.outages, opened.where)
 
     def partition_sql(self, partitioning: api.Partitioning, row: str, staged: bool) -> str:
         """The UTC day of the time column (the session's time zone is UTC), or the sync: a stored

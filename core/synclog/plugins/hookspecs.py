@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
@@ -27,6 +28,18 @@ class TargetRegister(Protocol):
 @hookspec
 def synclog_register_targets(register: TargetRegister) -> None:
     """Register the target types this plugin provides, by calling `register(TargetType(...))`."""
+
+
+def registering(*target_types: TargetType) -> Callable[[TargetRegister], None]:
+    """The `synclog_register_targets` hook of a plugin that registers `target_types`; its
+    entry-point module says `synclog_register_targets = api.registering(TARGET_TYPE)`."""
+
+    @hookimpl
+    def synclog_register_targets(register: TargetRegister) -> None:
+        for target_type in target_types:
+            register(target_type)
+
+    return synclog_register_targets
 
 
 @hookspec

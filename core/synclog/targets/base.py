@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any, final
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -82,9 +83,6 @@ class Cutoffs:
 class Target(ABC):
     """An open connection to one warehouse (or folder) that log tables are written into."""
 
-    placeholder: ClassVar[str] = "?"
-    """The positional query parameter marker of the warehouse's driver."""
-
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
         self.url = url
         self.settings = settings
@@ -92,10 +90,17 @@ class Target(ABC):
         """What this target can do: given by its `TargetType` (`TargetType.capabilities_for`)."""
 
     @property
+    def placeholder(self) -> str:
+        """The positional parameter marker of `query()` (a SQL target's is its dialect's)."""
+        return "?"
+
+    @property
+    @final
     def storage(self) -> Location:
         """Where this target stages files and exports read-backs."""
         return self.settings.storage
 
+    @final
     def relation(self, table: TableSpec, name: str | None = None) -> Relation:
         """Where `table` (or its view, given `name`) lives in this warehouse."""
         caps = self.capabilities
@@ -117,6 +122,7 @@ class Target(ABC):
         warehouse has a row of its own says so by overriding it."""
         return url_dataset(self.url, relation)
 
+    @final
     def table_spec(self, table: TableSpec) -> TableSpec:
         """`table` as this target stores it, with the columns it cannot carry left out."""
         if self.capabilities.run_metadata_columns:
@@ -203,9 +209,11 @@ class Target(ABC):
     def close(self) -> None:
         """Release the connection."""
 
+    @final
     def __enter__(self) -> Target:
         return self
 
+    @final
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -222,6 +230,15 @@ Refiner = Callable[[Capabilities, TargetURL, TargetSettings], Capabilities]
 """The capabilities of one target from the type's and its URL and options."""
 
 
+def imported(path: str) -> Any:
+    """What `"package.module:name"` names, imported now (a plugin's driver is imported only when
+    one of its targets opens)."""
+    module, _, name = path.partition(":")
+    if not name:
+        raise ValueError(f"{path!r} is no 'module:name' path")
+    return getattr(importlib.import_module(module), name)
+
+
 @dataclass(frozen=True)
 class TargetType:
     """What a plugin registers: a kind of target, its URL schemes and capabilities, and an opener.
@@ -233,21 +250,25 @@ class TargetType:
     schemes: tuple[str, ...]
     capabilities: Capabilities
     summary: str
-    opener: Opener
-    """Opens a target; plugins import their warehouse driver here, not at registration."""
+    opener: Opener | str
+    """Opens a target: a `Target` class or a function; or the `"module:name"` path of one, imported
+    when a target opens (so the warehouse's driver is imported then, not at registration)."""
     example_url: str = ""
     file_url: bool = False
     """The URL names a database file, or the data folder of an engine that keeps one
     (`scheme:///relative/path`, `scheme:////absolute/path`): the core parses it
     (`TargetURL.file_path`) and refuses a missing file or folder to read-only commands."""
-    refine: Refiner | None = None
+    refine: Refiner | str | None = None
     """Where one target's capabilities follow from its URL or options (Databricks' `json` option,
     the session's table format), they are `refine(capabilities, url, settings)`; called before
-    connecting, so it reads no warehouse."""
+    connecting, so it reads no warehouse. A `"module:name"` path is imported when first needed."""
 
     def capabilities_for(self, url: TargetURL, settings: TargetSettings) -> Capabilities:
         """The capabilities of the target at `url`: the type's, refined by its options."""
-        return self.capabilities if self.refine is None else self.refine(self.capabilities, url, settings)
+        if self.refine is None:
+            return self.capabilities
+        refine: Refiner = imported(self.refine) if isinstance(self.refine, str) else self.refine
+        return refine(self.capabilities, url, settings)
 
     def check(self, url: TargetURL, settings: TargetSettings) -> None:
         """What the core checks before opening: a file URL's form, and a read-only command's file."""
@@ -263,6 +284,7 @@ class TargetType:
         settings = settings or TargetSettings()
         self.check(url, settings)
         capabilities = self.capabilities_for(url, settings)
-        target = self.opener(url, settings, capabilities)
+        opener: Opener = imported(self.opener) if isinstance(self.opener, str) else self.opener
+        target = opener(url, settings, capabilities)
         check_target_class(self.name, type(target), capabilities)  # the class the opener chose
         return target

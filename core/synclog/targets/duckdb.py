@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from synclog.capabilities import Capabilities, Casefold
-from synclog.errors import ConfigError, TargetError, first_line, outages
+from synclog.errors import ConfigError, TargetError, first_line
 from synclog.naming import Relation
 from synclog.storage.manifest import Manifest
 from synclog.targets.base import TargetSettings, TargetType
 from synclog.targets.sql import SqlTarget
+from synclog.targets.sql_client import DbApiClient
+from synclog.targets.sql_dialect import Params, SqlDialect
 from synclog.targets.sql_loaders import FileLoader
 from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import MEMORY, TargetURL
@@ -38,74 +40,69 @@ _OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
 """The file cannot be opened or is locked, the connection is gone, a transaction conflicts."""
 
 
+class DuckDBDialect(SqlDialect):
+    """Standard SQL, timestamps with their time zone."""
+
+    type_names = {**SqlDialect.type_names, ColumnType.TIMESTAMP: "TIMESTAMPTZ"}
+
+
+class DuckDBClient(DbApiClient):
+    """Statements run on the connection itself (a DuckDB cursor is a connection of its own, with
+    its own transactions and temporary tables); results come as Arrow from DuckDB."""
+
+    begin_sql = "BEGIN TRANSACTION"
+
+    @contextmanager
+    def cursor(self, sql: str, params: Params = ()) -> Iterator[Any]:
+        with self.errors():
+            yield self.connection.execute(sql, self.driver_params(params))
+
+    def affected_rows(self, cursor: Any) -> int:
+        """DuckDB answers DML with one row holding the affected count."""
+        result = cursor.fetchall()
+        if result and len(result[0]) == 1 and isinstance(result[0][0], int):
+            return int(result[0][0])
+        return 0
+
+    def query(self, sql: str, params: Params = ()) -> pa.Table:
+        with self.errors():
+            return self.connection.sql(sql, params=self.driver_params(params)).to_arrow_table()
+
+    def result_batches(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        with self.errors():
+            yield from self.connection.sql(sql, params=self.driver_params(params)).to_arrow_reader(
+                self.chunk_rows
+            )
+
+
 class DuckDBTarget(SqlTarget, FileLoader):
     """A DuckDB database file (or `:memory:`)."""
 
-    type_names: ClassVar[dict[ColumnType, str]] = {
-        ColumnType.BIGINT: "BIGINT",
-        ColumnType.INTEGER: "INTEGER",
-        ColumnType.STRING: "VARCHAR",
-        ColumnType.TIMESTAMP: "TIMESTAMPTZ",
-        ColumnType.BOOLEAN: "BOOLEAN",
-    }
+    dialect_class = DuckDBDialect
+    client: DuckDBClient
 
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
-        super().__init__(url, settings, capabilities)
-        self.path = database_path(url)
+        path = database_path(url)
         memory_limit = settings.options_for(url, _OPTIONS).get(MEMORY_LIMIT, DEFAULT_MEMORY_LIMIT)
         try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self.connection = duckdb.connect(self.path)
+            if path != MEMORY:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            connection = duckdb.connect(path)
         except (OSError, duckdb.Error) as exc:
-            raise TargetError(f"cannot open DuckDB database {self.path}: {exc}") from None
-        self.connection.execute("SET TimeZone = 'UTC'")
-        self._limit_memory(memory_limit)
+            raise TargetError(f"cannot open DuckDB database {path}: {exc}") from None
+        connection.execute("SET TimeZone = 'UTC'")
+        try:
+            connection.execute("SET memory_limit = ?", [memory_limit])
+        except duckdb.Error as exc:
+            connection.close()
+            raise ConfigError(f"DuckDB memory_limit {memory_limit!r}: {first_line(exc)}") from None
+        super().__init__(url, settings, capabilities, DuckDBClient(connection, _OUTAGES, f"DuckDB {path}"))
+        self.path = path
 
     @property
     def exclusive(self) -> bool:
         """A DuckDB file is locked by the process that has it open (`:memory:` is nobody else's)."""
         return self.path != MEMORY
-
-    def _limit_memory(self, limit: str) -> None:
-        try:
-            self.connection.execute("SET memory_limit = ?", [limit])
-        except duckdb.Error as exc:
-            self.connection.close()
-            raise ConfigError(f"DuckDB memory_limit {limit!r}: {first_line(exc)}") from None
-
-    def _errors(self) -> Any:
-        return outages(_OUTAGES, f"DuckDB {self.path}")
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        with self._errors():
-            result = self.connection.execute(sql, list(params)).fetchall()
-        # DuckDB answers DML with one row holding the affected count.
-        if result and len(result[0]) == 1 and isinstance(result[0][0], int):
-            return int(result[0][0])
-        return 0
-
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._errors():
-            return self.connection.execute(sql, list(params)).fetchall()
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        with self._errors():
-            return self.connection.sql(sql, params=list(params) or None).to_arrow_table()
-
-    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        with self._errors():
-            yield from self.connection.sql(sql, params=list(params) or None).to_arrow_reader(self.chunk_rows)
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        self.execute("BEGIN TRANSACTION")
-        try:
-            yield
-        except BaseException:
-            self.execute("ROLLBACK")
-            raise
-        self.execute("COMMIT")
 
     # -- loading: a temporary stage filled from the staged files ------------------------------
 
@@ -126,9 +123,6 @@ class DuckDBTarget(SqlTarget, FileLoader):
             return self.execute(
                 f"INSERT INTO {stage.render()} ({columns}) SELECT {picked} FROM read_parquet(?)", [paths]
             )
-
-    def close(self) -> None:
-        self.connection.close()
 
 
 def _cast(column: str, type_: ColumnType) -> str:

@@ -17,10 +17,13 @@ Every load is the same protocol, written once here:
    step failed; a stage whose writer was killed is dropped by a later writer's `ensure`
    (`sweep_stages`: stage names say whose they are, `synclog.targets.stage_names`).
 
-A plugin gives its connection (`execute`, `fetch`, `transaction`, `result_batches`), its type
-names, and the steps where its warehouse differs: how staged files or a frame become the stage,
-how a staged column becomes a stored one (`staged_value_sql`), a statement that makes swaps
-into one table take turns (`lock_statement`), partitions to drop, expire or rewrite.
+A SQL target is composed: it holds a client (`SqlClient`, e.g. a `DbApiClient`: `execute`,
+`fetch`, `transaction`, `result_batches`) and a dialect (`SqlDialect`: types, quoting, casts,
+CREATE TABLE, how a staged column becomes a stored one, parameter markers), and takes the opt-in
+parts its capabilities need (`sql_loaders`). A plugin subclasses it only at the override points
+(the methods not marked `@final`): how staged files or a frame become the stage, a statement that
+makes swaps into one table take turns (`lock_statement`), partitions to drop, expire or rewrite,
+introspection where there is no information_schema.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, final
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -43,10 +46,11 @@ from synclog.storage.manifest import Manifest, StoredFile
 from synclog.storage.owners import owner
 from synclog.targets import export
 from synclog.targets import sql_statements as sql
-from synclog.targets.base import Cutoffs, Target
+from synclog.targets.base import Cutoffs, Target, TargetSettings
 from synclog.targets.contract import required_methods
 from synclog.targets.rows import Rows
 from synclog.targets.sql_client import SqlClient
+from synclog.targets.sql_dialect import SqlDialect
 from synclog.targets.sql_loaders import (
     FileLoader,
     FrameLoader,
@@ -62,6 +66,7 @@ from synclog.targets.staging import FileStageWriter, Stages, StageWriter, fill_f
 from synclog.targets.swaps import partition_replace
 from synclog.targets.swaps.choice import NO_SWAP, has_swap, replaces_partitions, swap_for
 from synclog.targets.tables import Column, ColumnType, TableSpec
+from synclog.urls import TargetURL
 
 VERSIONS_TABLE = "synclog_versions"
 """Per schema: which columns each framework table gained, and when (additive migrations)."""
@@ -81,14 +86,25 @@ VERSIONS = TableSpec(
 each framework table (`layout` and `schema` here name no place of its own)."""
 
 
-class SqlTarget(SqlClient, Target):
-    """A warehouse spoken to in SQL. Subclasses give types, a connection (`SqlClient`) and the
-    opt-in parts their capabilities need (`synclog.targets.sql_loaders`: how a stage is filled,
-    partitions dropped or expired, schemas attached)."""
+class SqlTarget(Target):
+    """A warehouse spoken to in SQL, through the client it holds (`client`) in its dialect
+    (`dialect`, of the class `dialect_class`), with the opt-in parts its capabilities need
+    (`synclog.targets.sql_loaders`: how a stage is filled, partitions dropped or expired, schemas
+    attached). What a plugin may override is every method not marked `@final`."""
 
-    type_names: ClassVar[Mapping[ColumnType, str]]
-    """Physical types of every logical type but JSON (`capabilities.json_type`)."""
+    dialect_class: ClassVar[type[SqlDialect]] = SqlDialect
+    """The target's dialect; built with its capabilities when it opens."""
 
+    def __init__(
+        self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, client: SqlClient
+    ) -> None:
+        super().__init__(url, settings, capabilities)
+        self.client = client
+        """Runs every statement of this target (bound by `dialect` first)."""
+        self.dialect = self.dialect_class(capabilities)
+        """Spells every type, name, cast and CREATE TABLE of this target."""
+
+    @final
     @classmethod
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:
         """Its layouts' calls and the method of each opt-in part its capabilities need
@@ -102,6 +118,7 @@ class SqlTarget(SqlClient, Target):
         )
         return [*required_methods(capabilities), *(method_of(part) for part in parts)]
 
+    @final
     @classmethod
     def refusal(cls, capabilities: Capabilities) -> str | None:
         """Why a class without its own `swap_statements` cannot hold `capabilities`: they pick
@@ -117,29 +134,90 @@ class SqlTarget(SqlClient, Target):
         registry refuses such a class; this catches one opened without it)."""
         return ConfigError(f"{type(self).__name__} is no {part.__name__}, which its capabilities need")
 
-    # -- types and DDL -----------------------------------------------------------------------
+    # -- the client: every statement bound by the dialect ------------------------------------
 
+    @final
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement (`placeholder` marks its parameters); the affected row count."""
+        return self.client.execute(*self.dialect.bind(sql, params))
+
+    @final
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a query and return all its (small) result rows."""
+        return self.client.fetch(*self.dialect.bind(sql, params))
+
+    @final
+    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        return self.client.query(*self.dialect.bind(sql, params))
+
+    @final
+    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """A query's result in record batches (`SqlClient.result_batches`)."""
+        return self.client.result_batches(*self.dialect.bind(sql, params), schema)
+
+    @final
+    def transaction(self) -> AbstractContextManager[None]:
+        """Everything inside commits together or not at all."""
+        return self.client.transaction()
+
+    @final
+    def run_together(self, statements: Sequence[Statement]) -> int:
+        """Run `statements` in one transaction; the rows they affected."""
+        return self.client.run_together([self.dialect.bind(sql, params) for sql, params in statements])
+
+    @final
+    def close(self) -> None:
+        self.client.close()
+
+    # -- the dialect -------------------------------------------------------------------------
+
+    @property
+    @final
+    def placeholder(self) -> str:
+        """The dialect's positional marker, which the core's SQL and a reader's query use."""
+        return self.dialect.placeholder
+
+    @final
+    def quote(self, name: str) -> str:
+        """One identifier, folded and quoted the warehouse's way."""
+        return self.dialect.quote(name)
+
+    @final
     def type_name(self, type_: ColumnType) -> str:
-        """The physical type a column of a logical type is declared with (`type_names`)."""
-        return self.capabilities.json_type if type_ is ColumnType.JSON else self.type_names[type_]
+        """The physical type a column of a logical type is declared with (`SqlDialect.type_name`)."""
+        return self.dialect.type_name(type_)
 
+    @final
     def column_sql(self, column: Column) -> str:
-        """`"name" TYPE`: every column the core declares (CREATE TABLE, ADD COLUMN, the versions table)."""
-        return f"{self.quote(column.name)} {self.type_name(column.type)}"
+        """A column's declaration (`SqlDialect.column_sql`)."""
+        return self.dialect.column_sql(column)
 
+    @final
     def cast_sql(self, expression: str, type_: ColumnType) -> str:
-        """`expression` as a value of a logical type: every CAST the core writes (read-backs with
-        `read_casts`, `json_text_sql`, typed NULLs). Override where CAST takes other type names
-        than column declarations do."""
-        return f"CAST({expression} AS {self.type_name(type_)})"
+        """`expression` as a value of a logical type (`SqlDialect.cast_sql`)."""
+        return self.dialect.cast_sql(expression, type_)
 
+    @final
+    def json_text_sql(self, expression: str) -> str:
+        """A JSON value as its JSON text (`SqlDialect.json_text_sql`)."""
+        return self.dialect.json_text_sql(expression)
+
+    @final
     def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
-        """CREATE TABLE for a framework table (targets override to add partitioning)."""
-        return sql.create_table(relation.render(), [self.column_sql(c) for c in table.columns])
+        """CREATE TABLE for a framework table (`SqlDialect.create_table_sql`)."""
+        return self.dialect.create_table_sql(relation, table)
 
-    def create_schema_sql(self, relation: Relation) -> str:
-        """CREATE SCHEMA for the schema `relation` lives in."""
-        return sql.create_schema(relation.schema_relation())
+    @final
+    def stage_type(self, column: Column) -> str:
+        """The physical type of `column` in the stage (`SqlDialect.stage_type`)."""
+        return self.dialect.stage_type(column)
+
+    @final
+    def staged_value_sql(self, column: Column) -> str:
+        """How a staged column becomes the stored value (`SqlDialect.staged_value_sql`)."""
+        return self.dialect.staged_value_sql(column)
+
+    # -- DDL ---------------------------------------------------------------------------------
 
     def view_sql(self, view: Relation, relation: Relation, table: TableSpec) -> str:
         """The public view over a framework table: CREATE OR REPLACE VIEW, or CREATE VIEW where
@@ -154,6 +232,7 @@ class SqlTarget(SqlClient, Target):
         )
         return sql.create_view(view.render(), columns, source, self.capabilities.replace_view)
 
+    @final
     def ensure_view(self, view: Relation, relation: Relation, table: TableSpec) -> None:
         """Create or replace the public view over a framework table.
 
@@ -178,6 +257,7 @@ class SqlTarget(SqlClient, Target):
         self.execute(drop)
         self.execute(create)
 
+    @final
     def ensure_schema(self, relation: Relation) -> None:
         """Make the schema `relation` lives in exist: CREATE SCHEMA IF NOT EXISTS (`Schemas.CREATE`).
 
@@ -186,7 +266,7 @@ class SqlTarget(SqlClient, Target):
         attaches a database file under the schema's name).
         """
         if self.capabilities.schemas is Schemas.CREATE:
-            self.execute(self.create_schema_sql(relation))
+            self.execute(self.dialect.create_schema_sql(relation))
         elif isinstance(self, SchemaAttacher):
             self.attach_schema(relation)
         else:
@@ -261,17 +341,14 @@ class SqlTarget(SqlClient, Target):
             [name, version, ",".join(c.name for c in added), datetime.now(UTC)],
         )
 
-    def quote(self, name: str) -> str:
-        """One identifier, folded and quoted the warehouse's way."""
-        caps = self.capabilities
-        return Relation(schema="s", name="n", quote=caps.identifier_quote).quoted(caps.casefold.apply(name))
-
     # -- the load protocol -------------------------------------------------------------------
 
+    @final
     def stages(self) -> Stages:
         """Every SQL target stages its loads (the protocol above)."""
         return self
 
+    @final
     def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
         spec = self.table_spec(table)
         stage = self.open_stage(spec)
@@ -282,6 +359,7 @@ class SqlTarget(SqlClient, Target):
         finally:
             self.release_stage(stage)
 
+    @final
     def open_stage(self, table: TableSpec) -> Relation:
         """Create a fresh, empty staging relation for one load of `table` (as `table_spec` gives it)."""
         stage = self.stage_relation(self.relation(table))
@@ -306,6 +384,7 @@ class SqlTarget(SqlClient, Target):
         there (outside its transaction); called for tables with a `time_column`. Nothing by default:
         a warehouse whose day partitions do not appear by themselves creates them here."""
 
+    @final
     def release_stage(self, stage: Relation) -> None:
         """Drop the staging relation and the files staged for it (also after a failed load)."""
         try:
@@ -360,6 +439,7 @@ class SqlTarget(SqlClient, Target):
         loaded = self.load_files(stage, table, manifest)
         return self.count_rows(stage) if self.capabilities.replays_statements else loaded
 
+    @final
     def count_rows(self, relation: Relation) -> int:
         """`SELECT COUNT(*)` of `relation`."""
         return int(self.fetch(sql.count_rows(relation.render()))[0][0])
@@ -373,10 +453,6 @@ class SqlTarget(SqlClient, Target):
         """A fresh name for the staging relation of one load into `relation`."""
         return relation.with_name(new_stage_name())
 
-    def stage_type(self, column: Column) -> str:
-        """The physical type of `column` in the stage (the stored type by default)."""
-        return self.type_name(column.type)
-
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
         """Create the empty staging relation of a load of `table`."""
         columns = [f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns]
@@ -389,10 +465,6 @@ class SqlTarget(SqlClient, Target):
     def drop_stage(self, stage: Relation) -> None:
         """Drop the staging relation (it may not exist: the load failed before creating it)."""
         self.execute(sql.drop_table(stage.render()))
-
-    def staged_value_sql(self, column: Column) -> str:
-        """How a staged column becomes the stored value (a JSON parse where the stage holds text)."""
-        return self.quote(column.name)
 
     def lock_statement(self, relation: Relation) -> Statement | None:
         """A statement, run first in a swap's transaction, that makes swaps into `relation` take turns."""
@@ -421,6 +493,7 @@ class SqlTarget(SqlClient, Target):
 
     # -- read-back ---------------------------------------------------------------------------
 
+    @final
     @contextmanager
     def read_rows(self, table: TableSpec, sync_id: int, spark: SparkSession) -> Iterator[DataFrame | None]:
         relation = self.relation(table)
@@ -460,6 +533,7 @@ class SqlTarget(SqlClient, Target):
         )
         return f"{value} AS {self.quote(column.name)}"
 
+    @final
     def existing_tables(self, tables: Sequence[TableSpec]) -> list[TableSpec]:
         return [t for t in tables if self.existing_columns(self.relation(t)) is not None]
 

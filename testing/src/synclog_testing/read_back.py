@@ -1,7 +1,7 @@
 """Checks of `Target.read_rows` that every SQL target's tests run: chunked and empty exports.
 
 A target that exports through `synclog.targets.export` writes one Parquet row group per
-chunk; its tests shrink the target's `chunk_rows` and call `check_read_back` with the row groups
+chunk; its tests shrink the target's client's `chunk_rows` and call `check_read_back` with the row groups
 that must come out, then `check_empty_read_back`.
 """
 

@@ -18,8 +18,5 @@ TARGET_TYPE = api.TargetType(
     file_url=True,  # sqlite:///relative.sqlite, sqlite:////absolute.sqlite, parsed by the core
 )
 
-
-@api.hookimpl
-def synclog_register_targets(register: api.TargetRegister) -> None:
-    """Register the SQLite target."""
-    register(TARGET_TYPE)
+synclog_register_targets = api.registering(TARGET_TYPE)
+"""The `synclog_register_targets` hook: registers the SQLite target."""

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pyarrow as pa
 
@@ -51,75 +50,59 @@ _OUTAGES = (
 Anything else (SQL SQLite rejects) is a bug and passes through as it is."""
 
 
+def is_outage(exc: BaseException) -> bool:
+    """sqlite3 raises one OperationalError for a locked file and for SQL it rejects: its error name
+    (`SQLITE_BUSY`, or an extended one such as `SQLITE_IOERR_WRITE`) tells them apart."""
+    name = getattr(exc, "sqlite_errorname", None) or ""  # on errors the SQLite library reports
+    return isinstance(exc, sqlite3.Error) and name.startswith(_OUTAGES)
+
+
+class SqliteDialect(api.SqlDialect):
+    """Integers, text and SQLite's TIMESTAMP affinity."""
+
+    type_names = {
+        **api.SqlDialect.type_names,
+        api.ColumnType.BIGINT: "INTEGER",
+        api.ColumnType.STRING: "TEXT",
+    }
+
+
+class SqliteClient(api.DbApiClient):
+    """sqlite3 over a connection in autocommit mode: `BEGIN IMMEDIATE` takes the write lock at
+    once; timestamps are bound as ISO-8601 UTC text and booleans as 0 / 1."""
+
+    begin_sql = "BEGIN IMMEDIATE"
+
+    def result_batches(self, sql: str, params: api.Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The whole result as `query` gives it (booleans as 0 / 1, timestamps as text): the core
+        casts it to `schema`, which SQLite's values do not take as they are."""
+        yield from self.query(sql, params).to_batches()
+
+    def driver_params(self, params: api.Params) -> Any:
+        if isinstance(params, Sequence):
+            return [_value(value) for value in params]
+        return {name: _value(value) for name, value in params.items()}
+
+
 class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
     """A SQLite database file (or `sqlite:///:memory:`), with a file per schema."""
 
-    placeholder: ClassVar[str] = "?"
-    type_names: ClassVar[dict[api.ColumnType, str]] = {
-        api.ColumnType.BIGINT: "INTEGER",
-        api.ColumnType.INTEGER: "INTEGER",
-        api.ColumnType.STRING: "TEXT",
-        api.ColumnType.TIMESTAMP: "TIMESTAMP",
-        api.ColumnType.BOOLEAN: "BOOLEAN",
-    }
+    dialect_class = SqliteDialect
+    client: SqliteClient
 
     def __init__(
         self, url: api.TargetURL, settings: api.TargetSettings, capabilities: api.Capabilities
     ) -> None:
-        super().__init__(url, settings, capabilities)
         self.path = url.file_path()  # the core has refused a missing file to read-only commands
-        with self._errors():
+        where, outages = f"SQLite {self.path}", (OSError, is_outage)
+        with api.outages(outages, where):
             if self.path != api.MEMORY:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self.connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.execute(
-                f"CREATE TABLE IF NOT EXISTS main.{SCHEMAS_TABLE} (name TEXT PRIMARY KEY, file TEXT)"
-            )
-            for name, file in self.fetch(f"SELECT name, file FROM main.{SCHEMAS_TABLE}"):
-                self._attach(name, file)
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        try:
-            yield
-        except (sqlite3.OperationalError, OSError) as exc:
-            code = getattr(exc, "sqlite_errorname", "") or ""
-            if isinstance(exc, OSError) or code.startswith(_OUTAGES):
-                raise api.TargetError(f"SQLite {self.path}: {api.first_line(exc)}") from None
-            raise
-
-    # -- the connection ------------------------------------------------------------------------
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        with self._errors():
-            return max(self.connection.execute(sql, _params(params)).rowcount, 0)
-
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._errors():
-            return self.connection.execute(sql, _params(params)).fetchall()
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        """The result as Arrow: integers, floats and text as SQLite returns them (timestamps as
-        ISO-8601 text, booleans as 0 / 1); the core casts to the types it expects."""
-        with self._errors():
-            cursor = self.connection.execute(sql, _params(params))
-            names = [d[0] for d in cursor.description or ()]
-            rows = cursor.fetchall()
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-        return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        self.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.execute("ROLLBACK")
-            raise
-        self.execute("COMMIT")
-
-    def close(self) -> None:
-        self.connection.close()
+            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        super().__init__(url, settings, capabilities, SqliteClient(connection, outages, where))
+        self.execute(f"CREATE TABLE IF NOT EXISTS main.{SCHEMAS_TABLE} (name TEXT PRIMARY KEY, file TEXT)")
+        for name, file in self.fetch(f"SELECT name, file FROM main.{SCHEMAS_TABLE}"):
+            self._attach(name, file)
 
     # -- schemas are attached files; introspection by PRAGMA -----------------------------------
 
@@ -179,10 +162,10 @@ class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
         columns = ", ".join(self.quote(c) for c in names)
         insert = f"INSERT INTO {stage.render()} ({columns}) VALUES ({', '.join('?' * len(names))})"
         loaded = 0
-        with self.transaction(), self._errors():
+        with self.transaction(), self.client.errors():
             for batch in manifest.batches(self.stage_schema(table)):
                 rows = [tuple(_value(v) for v in row.values()) for row in batch.to_pylist()]
-                self.connection.executemany(insert, rows)
+                self.client.connection.executemany(insert, rows)
                 loaded += len(rows)
         return loaded
 
@@ -195,7 +178,3 @@ def _value(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
     return value
-
-
-def _params(params: Sequence[Any]) -> list[Any]:
-    return [_value(p) for p in params]

@@ -1,23 +1,26 @@
 """`bigquery://PROJECT?location=…&endpoint=…&retry_seconds=…`: the client, how long its calls
-retry, query parameters, and what an outage is."""
+retry, query parameters, what an outage is, and the target's `SqlClient` over query jobs."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 import requests
 from google.api_core import exceptions
 from google.api_core.retry import Retry
 from google.auth import exceptions as auth_exceptions
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_JOB_RETRY, DEFAULT_RETRY
+from google.cloud.bigquery.table import RowIterator
 
-from synclog.plugin_api import ConfigError, TargetURL, outages
+from synclog.plugin_api import ConfigError, Params, SqlClient, TargetError, TargetURL, outages
 
 OUTAGES: tuple[type[BaseException], ...] = (
     exceptions.InternalServerError,
@@ -40,10 +43,6 @@ _QUERY_KEYS = ("location", "endpoint", "retry_seconds")
 RETRY_SECONDS = 60.0
 """How long a call is retried by default before the write counts as an outage (the client's
 own default is 600 s)."""
-# String literals, quoted names and comments (where a `?` is text), or a `?` marker.
-_SQL_TOKENS = re.compile(
-    r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`[^`]*`|--[^\n]*|#[^\n]*|/\*.*?\*/|\?""", re.S
-)
 _LOCATION = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 _PROJECT = re.compile(r"^[a-z][a-z0-9.:-]*[a-z0-9]$")
 
@@ -131,38 +130,107 @@ def _seconds(url: TargetURL, value: str | None) -> float:
 Parameter = bigquery.ScalarQueryParameter | bigquery.ArrayQueryParameter
 
 
-def named_markers(sql: str) -> tuple[str, int]:
-    """`sql` with its `?` markers numbered as `@p0`, `@p1`, …, and how many there were.
-
-    Named parameters bind the same everywhere; local-bigquery binds positional ones in the
-    wrong order once a WITH clause precedes them.
-    """
-    count = 0
-
-    def number(match: re.Match[str]) -> str:
-        nonlocal count
-        if match.group(0) != "?":
-            return match.group(0)
-        count += 1
-        return f"@p{count - 1}"
-
-    return _SQL_TOKENS.sub(number, sql), count
-
-
-def query_parameters(values: Sequence[Any]) -> list[Parameter]:
-    """Parameters `p0`, `p1`, … (see `named_markers`), typed from the Python values."""
+def query_parameters(values: Mapping[str, Any]) -> list[Parameter]:
+    """Named parameters (`@p0`: `BigQueryDialect` names the core's markers), typed from the
+    Python values."""
     params: list[Parameter] = []
-    for i, value in enumerate(values):
+    for name, value in values.items():
         if isinstance(value, list | tuple):
             kinds = {_scalar_type(v) for v in value if v is not None}
             if len(kinds) > 1:
                 raise TypeError(f"a query parameter array mixes types: {sorted(kinds)}")
-            params.append(
-                bigquery.ArrayQueryParameter(f"p{i}", kinds.pop() if kinds else "STRING", list(value))
-            )
+            params.append(bigquery.ArrayQueryParameter(name, kinds.pop() if kinds else "STRING", list(value)))
         else:
-            params.append(bigquery.ScalarQueryParameter(f"p{i}", _scalar_type(value), value))
+            params.append(bigquery.ScalarQueryParameter(name, _scalar_type(value), value))
     return params
+
+
+class BigQueryClient(SqlClient):
+    """Query jobs through the client library, waited for with `retries`; a transaction is a
+    BigQuery session holding one multi-statement transaction."""
+
+    def __init__(self, settings: ConnectionSettings) -> None:
+        self.api = settings.client()
+        """The client library's client (tables, datasets and load jobs go through its API)."""
+        self.retries = settings.retries()
+        self._session: str | None = None
+
+    def errors(self, what: str) -> AbstractContextManager[None]:
+        """Inside, BigQuery's outages are one-line TargetErrors saying what failed."""
+        return outages(OUTAGES, f"BigQuery {what}")
+
+    def run(self, sql: str, params: Params = (), **config: Any) -> bigquery.QueryJob:
+        """Run `sql` with its named parameters (a mapping, or prepared `Parameter`s) and wait for it."""
+        if isinstance(params, Mapping):
+            parameters: Sequence[Any] = query_parameters(params)
+        else:
+            parameters = params
+        job_config = bigquery.QueryJobConfig(query_parameters=list(parameters), **config)
+        if self._session is not None:
+            job_config.connection_properties = [bigquery.ConnectionProperty("session_id", self._session)]
+        with self.errors("query"):
+            job = self.api.query(
+                sql,
+                job_config=job_config,
+                retry=self.retries.call,
+                job_retry=self.retries.job,
+                timeout=self.retries.seconds,
+            )
+            self.rows(job)
+        return job
+
+    def rows(self, job: bigquery.QueryJob, page_size: int | None = None) -> RowIterator:
+        """Wait for `job` (retrying as every call does); its result's rows, fetched as read."""
+        return job.result(page_size=page_size, retry=self.retries.call, job_retry=self.retries.job)
+
+    def execute(self, sql: str, params: Params = ()) -> int:
+        return int(self.run(sql, params).num_dml_affected_rows or 0)
+
+    def fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        job = self.run(sql, params)
+        with self.errors("reading a result"):
+            return [tuple(row.values()) for row in self.rows(job)]
+
+    def query(self, sql: str, params: Params = ()) -> pa.Table:
+        job = self.run(sql, params)
+        with self.errors("reading a result"):
+            return self.rows(job).to_arrow(create_bqstorage_client=False)
+
+    def result_batches(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The finished query's result page by page (`chunk_rows` rows a page), fetched as consumed."""
+        job = self.run(sql, params)
+        with self.errors("reading a result"):
+            pages = iter(self.rows(job, self.chunk_rows).to_arrow_iterable())
+        while True:
+            with self.errors("reading a result"):
+                page = next(pages, None)
+            if page is None:
+                return
+            yield page
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A BigQuery session holding one multi-statement transaction."""
+        if self._session is not None:
+            raise RuntimeError("BigQuery transactions do not nest")
+        session = self.run("BEGIN TRANSACTION", create_session=True).session_info
+        if session is None:
+            raise TargetError("BigQuery opened no session for the transaction")
+        self._session = session.session_id
+        try:
+            yield
+            self.run("COMMIT TRANSACTION")
+        except BaseException:
+            with suppress(TargetError, exceptions.GoogleAPIError):  # the error that ended it is raised
+                self.run("ROLLBACK TRANSACTION")
+            raise
+        finally:
+            with suppress(TargetError, exceptions.GoogleAPIError):
+                self.run("CALL BQ.ABORT_SESSION()")
+            self._session = None
+
+    def close(self) -> None:
+        self.api.close()
 
 
 def _scalar_type(value: Any) -> str:

@@ -10,15 +10,14 @@ retention configured for the table; a DELETE removes rows of syncs that keep the
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any
 
 import pyarrow as pa
-from google.api_core.exceptions import BadRequest, GoogleAPIError, NotFound
+from google.api_core.exceptions import BadRequest, NotFound
 from google.cloud import bigquery
-from google.cloud.bigquery.table import RowIterator
 
 from synclog.plugin_api import (
     DEFAULT_RETENTION_DAYS,
@@ -32,6 +31,7 @@ from synclog.plugin_api import (
     Manifest,
     PartitionExpirer,
     Relation,
+    SqlDialect,
     SqlTarget,
     Statement,
     TableSpec,
@@ -39,9 +39,8 @@ from synclog.plugin_api import (
     TargetSettings,
     TargetURL,
     first_line,
-    outages,
 )
-from synclog_bigquery.connection import OUTAGES, ConnectionSettings, named_markers, query_parameters
+from synclog_bigquery.connection import BigQueryClient, ConnectionSettings
 from synclog_bigquery.loading import INLINE_BYTES, INLINE_ROWS, inline_rows, load_job, uri_load_job
 
 CLUSTER_BY = ("sync_id", "sync_run_id")
@@ -55,25 +54,67 @@ _CONCURRENT_UPDATE = "concurrent update"
 """BigQuery aborts one of two transactions that change the same table at once (a BadRequest)."""
 
 
-class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
-    """Log tables in BigQuery datasets (`census`, `hightouch_audit`) of one project."""
+class BigQueryDialect(SqlDialect):
+    """GoogleSQL: named `@p0` parameters (local-bigquery binds positional ones in the wrong order
+    once a WITH clause precedes them), its own type names, day-partitioned and clustered tables,
+    JSON staged as text."""
 
-    type_names: ClassVar[dict[ColumnType, str]] = {
+    named = True
+    text = r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`[^`]*`|--[^\n]*|#[^\n]*|/\*.*?\*/"""
+    type_names = {
+        **SqlDialect.type_names,
         ColumnType.BIGINT: "INT64",
         ColumnType.INTEGER: "INT64",
         ColumnType.STRING: "STRING",
-        ColumnType.TIMESTAMP: "TIMESTAMP",
         ColumnType.BOOLEAN: "BOOL",
     }
 
+    def marker(self, name: str, value: Any) -> str:
+        """`@name`: the client types each parameter from its value (`query_parameters`)."""
+        return f"@{name}"
+
+    def table_options(self, table: TableSpec) -> str:
+        """Tables with a time column are partitioned by its day and clustered by sync and run."""
+        if table.time_column is None:
+            return ""
+        options = f"PARTITION BY TIMESTAMP_TRUNC({self.quote(table.time_column)}, DAY)"
+        clustered = [c for c in CLUSTER_BY if c in table.column_names()]
+        if clustered:
+            options += " CLUSTER BY " + ", ".join(self.quote(c) for c in clustered)
+        return options
+
+    def json_text_sql(self, expression: str) -> str:
+        """BigQuery casts only JSON strings to STRING; TO_JSON_STRING serialises any JSON value.
+
+        A SQL NULL stays NULL (local-bigquery's TO_JSON_STRING turns it into the text `null`).
+        """
+        return f"IF({expression} IS NULL, NULL, TO_JSON_STRING({expression}))"
+
+    def stage_type(self, column: Column) -> str:
+        """JSON is staged as text (PARSE_JSON in the swap); every INTEGER is INT64 already."""
+        return "STRING" if column.type is ColumnType.JSON else self.type_name(column.type)
+
+    def staged_value_sql(self, column: Column) -> str:
+        """JSON text parsed into JSON (numbers too large for a double are rounded)."""
+        if column.type is ColumnType.JSON:
+            return f"PARSE_JSON({self.quote(column.name)}, wide_number_mode => 'round')"
+        return self.quote(column.name)
+
+
+class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
+    """Log tables in BigQuery datasets (`census`, `hightouch_audit`) of one project."""
+
+    dialect_class = BigQueryDialect
+    client: BigQueryClient
+
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
-        super().__init__(url, settings, capabilities)
         self.connection = ConnectionSettings.from_url(url)
         self.expiration_days = _expiry_days(settings.options.get(EXPIRY_OPTION, DEFAULT_RETENTION_DAYS))
-        self.client = self.connection.client()
-        self.retries = self.connection.retries()
-        self.project: str = self.client.project
-        self._session: str | None = None
+        super().__init__(url, settings, capabilities, BigQueryClient(self.connection))
+        self.api = self.client.api
+        """The client library's client: tables, datasets and load jobs."""
+        self.retries = self.client.retries
+        self.project: str = self.api.project
         self._datasets: set[str] = set()
 
     # -- names ---------------------------------------------------------------------------------
@@ -88,88 +129,8 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         (the project the client works in: the URL's, else the environment's default)."""
         return LineageDataset("bigquery", f"{self.project}.{relation}")
 
-    # -- statements ----------------------------------------------------------------------------
-
     def _errors(self, what: str) -> AbstractContextManager[None]:
-        return outages(OUTAGES, f"BigQuery {what}")
-
-    def _run(
-        self,
-        sql: str,
-        params: Sequence[Any] = (),
-        *,
-        prepared: Sequence[Any] = (),
-        **config: Any,
-    ) -> bigquery.QueryJob:
-        """Run `sql` with `?`-marked `params` (or `prepared` named parameters) and wait for it."""
-        if params:
-            sql, markers = named_markers(sql)
-            if markers != len(params):
-                raise ValueError(f"the query has {markers} ? markers but {len(params)} parameters")
-        parameters = list(prepared) or query_parameters(params)
-        job_config = bigquery.QueryJobConfig(query_parameters=parameters, **config)
-        if self._session is not None:
-            job_config.connection_properties = [bigquery.ConnectionProperty("session_id", self._session)]
-        with self._errors("query"):
-            job = self.client.query(
-                sql,
-                job_config=job_config,
-                retry=self.retries.call,
-                job_retry=self.retries.job,
-                timeout=self.retries.seconds,
-            )
-            self._rows(job)
-        return job
-
-    def _rows(self, job: bigquery.QueryJob, page_size: int | None = None) -> RowIterator:
-        """Wait for `job` (retrying as every call does); its result's rows, fetched as read."""
-        return job.result(page_size=page_size, retry=self.retries.call, job_retry=self.retries.job)
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self._run(sql, params).num_dml_affected_rows or 0)
-
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        job = self._run(sql, params)
-        with self._errors("reading a result"):
-            return [tuple(row.values()) for row in self._rows(job)]
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        job = self._run(sql, params)
-        with self._errors("reading a result"):
-            return self._rows(job).to_arrow(create_bqstorage_client=False)
-
-    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """The finished query's result page by page (`chunk_rows` rows a page), fetched as consumed."""
-        job = self._run(sql, params)
-        with self._errors("reading a result"):
-            pages = iter(self._rows(job, self.chunk_rows).to_arrow_iterable())
-        while True:
-            with self._errors("reading a result"):
-                page = next(pages, None)
-            if page is None:
-                return
-            yield page
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """A BigQuery session holding one multi-statement transaction."""
-        if self._session is not None:
-            raise RuntimeError("BigQuery transactions do not nest")
-        session = self._run("BEGIN TRANSACTION", create_session=True).session_info
-        if session is None:
-            raise TargetError("BigQuery opened no session for the transaction")
-        self._session = session.session_id
-        try:
-            yield
-            self._run("COMMIT TRANSACTION")
-        except BaseException:
-            with suppress(TargetError, GoogleAPIError):  # the error that ended the transaction is raised
-                self._run("ROLLBACK TRANSACTION")
-            raise
-        finally:
-            with suppress(TargetError, GoogleAPIError):
-                self._run("CALL BQ.ABORT_SESSION()")
-            self._session = None
+        return self.client.errors(what)
 
     # -- DDL -----------------------------------------------------------------------------------
 
@@ -188,33 +149,16 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         if self.connection.location:
             dataset.location = self.connection.location
         with self._errors(f"creating dataset {name}"):
-            self.client.create_dataset(
+            self.api.create_dataset(
                 dataset, exists_ok=True, retry=self.retries.call, timeout=self.retries.seconds
             )
         self._datasets.add(name)
-
-    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
-        sql = super().create_table_sql(relation, table)
-        if table.time_column is None:
-            return sql
-        sql += f" PARTITION BY TIMESTAMP_TRUNC({self.quote(table.time_column)}, DAY)"
-        clustered = [c for c in CLUSTER_BY if c in table.column_names()]
-        if clustered:
-            sql += " CLUSTER BY " + ", ".join(self.quote(c) for c in clustered)
-        return sql
 
     def view_sql(self, view: Relation, relation: Relation, table: TableSpec) -> str:
         # A view's body names its table with the project, so it reads the same from any project.
         columns = ", ".join(self.quote(c) for c in table.column_names())
         source = f"{self.quote(self.project)}.{relation.render()}"
         return f"CREATE OR REPLACE VIEW {view.render()} AS SELECT {columns} FROM {source}"
-
-    def json_text_sql(self, expression: str) -> str:
-        """BigQuery casts only JSON strings to STRING; TO_JSON_STRING serialises any JSON value.
-
-        A SQL NULL stays NULL (local-bigquery's TO_JSON_STRING turns it into the text `null`).
-        """
-        return f"IF({expression} IS NULL, NULL, TO_JSON_STRING({expression}))"
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
         with self._errors(f"reading {relation}"):
@@ -236,20 +180,16 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
                 return
             partitioning.expiration_ms = wanted
             found.time_partitioning = partitioning
-            self.client.update_table(
+            self.api.update_table(
                 found, ["time_partitioning"], retry=self.retries.call, timeout=self.retries.seconds
             )
 
     def _get_table(self, relation: Relation) -> bigquery.Table:
-        return self.client.get_table(
+        return self.api.get_table(
             self.table_ref(relation), retry=self.retries.call, timeout=self.retries.seconds
         )
 
     # -- loading: a staging table through the API, a load job, one swap script ------------------
-
-    def stage_type(self, column: Column) -> str:
-        """JSON is staged as text (PARSE_JSON in the swap); every INTEGER is INT64 already."""
-        return "STRING" if column.type is ColumnType.JSON else self.type_name(column.type)
 
     def _stage_fields(self, table: TableSpec) -> list[bigquery.SchemaField]:
         return [bigquery.SchemaField(c.name, self.stage_type(c)) for c in table.columns]
@@ -258,7 +198,7 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         staged = bigquery.Table(self.table_ref(stage), schema=self._stage_fields(table))
         staged.expires = datetime.now(UTC) + STAGE_LIFETIME
         with self._errors(f"creating {stage}"):
-            self.client.create_table(staged, retry=self.retries.call, timeout=self.retries.seconds)
+            self.api.create_table(staged, retry=self.retries.call, timeout=self.retries.seconds)
 
     def find_stages(self, relation: Relation) -> list[tuple[Relation, datetime | None]]:
         """The dataset's staging tables, listed through the API, with their creation times."""
@@ -266,7 +206,7 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         with self._errors(f"listing {dataset.dataset_id}"):
             try:
                 tables = list(
-                    self.client.list_tables(dataset, retry=self.retries.call, timeout=self.retries.seconds)
+                    self.api.list_tables(dataset, retry=self.retries.call, timeout=self.retries.seconds)
                 )
             except NotFound:
                 return []
@@ -276,7 +216,7 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
 
     def drop_stage(self, stage: Relation) -> None:
         with self._errors(f"dropping {stage}"):
-            self.client.delete_table(
+            self.api.delete_table(
                 self.table_ref(stage),
                 not_found_ok=True,
                 retry=self.retries.call,
@@ -292,7 +232,7 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         fields = self._stage_fields(table)
         if self.storage.scheme == "gs":
             with self._errors(f"loading {stage}"):
-                return uri_load_job(self.client, self.retries, self.table_ref(stage), fields, manifest.uris())
+                return uri_load_job(self.api, self.retries, self.table_ref(stage), fields, manifest.uris())
         schema = self.stage_schema(table)
         batches: Iterable[pa.RecordBatch] = manifest.batches(schema)
         if manifest.rows <= INLINE_ROWS:
@@ -301,17 +241,11 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
                 columns = ", ".join(self.quote(c) for c in table.column_names())
                 picked = ", ".join(f"S.{self.quote(c)}" for c in table.column_names())
                 sql = f"INSERT INTO {stage.render()} ({columns}) SELECT {picked} FROM UNNEST(@rows) AS S"
-                job = self._run(sql, prepared=[inline_rows("rows", fields, rows)])
+                job = self.client.run(sql, [inline_rows("rows", fields, rows)])
                 return int(job.num_dml_affected_rows or 0)
             batches = rows.to_batches()
         with self._errors(f"loading {stage}"):
-            return load_job(self.client, self.retries, self.table_ref(stage), fields, schema, batches)
-
-    def staged_value_sql(self, column: Column) -> str:
-        """JSON text parsed into JSON (numbers too large for a double are rounded)."""
-        if column.type is ColumnType.JSON:
-            return f"PARSE_JSON({self.quote(column.name)}, wide_number_mode => 'round')"
-        return self.quote(column.name)
+            return load_job(self.api, self.retries, self.table_ref(stage), fields, schema, batches)
 
     def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
         """EXISTS: BigQuery has no `(a, b) IN (SELECT a, b …)`."""
@@ -330,7 +264,7 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         params = [value for _, values in statements for value in values]
         for attempt in range(1, _SWAP_ATTEMPTS + 1):
             try:
-                self._run(script, params)
+                self.execute(script, params)
                 return
             except BadRequest as exc:
                 if _CONCURRENT_UPDATE not in str(exc):
@@ -343,9 +277,6 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
 
     def expire_partitions(self, table: TableSpec, relation: Relation, days: int) -> None:
         self._set_expiry(relation, days)
-
-    def close(self) -> None:
-        self.client.close()
 
 
 def _expiry_days(value: Any) -> int:

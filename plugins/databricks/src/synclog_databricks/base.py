@@ -19,6 +19,8 @@ from synclog.plugin_api import (
     ColumnType,
     ConfigError,
     Relation,
+    SqlClient,
+    SqlDialect,
     SqlTarget,
     TableSpec,
     TargetSettings,
@@ -26,36 +28,55 @@ from synclog.plugin_api import (
 )
 
 
-class DatabricksTarget(SqlTarget):
-    """Spark SQL DDL and names; subclasses bring the connection and the load."""
+class DatabricksDialect(SqlDialect):
+    """Spark SQL types and `USING` tables; JSON staged as text, parsed where the tables hold VARIANT."""
 
-    placeholder: ClassVar[str] = "?"
-    type_names: ClassVar[dict[ColumnType, str]] = {
-        ColumnType.BIGINT: "BIGINT",
-        ColumnType.INTEGER: "INT",
-        ColumnType.STRING: "STRING",
-        ColumnType.TIMESTAMP: "TIMESTAMP",
-        ColumnType.BOOLEAN: "BOOLEAN",
-    }
+    type_names = {**SqlDialect.type_names, ColumnType.INTEGER: "INT", ColumnType.STRING: "STRING"}
     table_format: ClassVar[str] = "DELTA"
-    """The `USING` clause of the tables this target creates."""
-
-    def __init__(
-        self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, catalog: str
-    ) -> None:
-        super().__init__(url, replace(settings, database=catalog), capabilities)
+    """The `USING` clause of the tables this dialect creates."""
 
     @property
     def variant(self) -> bool:
         """Whether JSON columns are VARIANT (else STRING holding JSON text)."""
         return self.capabilities.json_type == "VARIANT"
 
-    # -- names ---------------------------------------------------------------------------------
+    def table_options(self, table: TableSpec) -> str:
+        return f"USING {self.table_format}"
+
+    def stage_type(self, column: Column) -> str:
+        """The stage holds JSON as text; the swap parses it where the tables hold VARIANT."""
+        return "STRING" if column.type is ColumnType.JSON else self.type_name(column.type)
+
+    def staged_value_sql(self, column: Column) -> str:
+        if self.variant and column.type is ColumnType.JSON:
+            return f"PARSE_JSON({self.quote(column.name)})"
+        return self.quote(column.name)
+
+    def json_text_sql(self, expression: str) -> str:
+        """TO_JSON for VARIANT (a cast to STRING gives a JSON string's value without its quotes);
+        the inner cast types the NULL a missing column reads as."""
+        if self.variant:
+            return f"TO_JSON(CAST({expression} AS VARIANT))"
+        return super().json_text_sql(expression)
+
+
+class DatabricksTarget(SqlTarget):
+    """Spark SQL DDL and names; subclasses bring the client and the load."""
+
+    dialect_class: ClassVar[type[SqlDialect]] = DatabricksDialect
+    dialect: DatabricksDialect
+
+    def __init__(
+        self,
+        url: TargetURL,
+        settings: TargetSettings,
+        capabilities: Capabilities,
+        catalog: str,
+        client: SqlClient,
+    ) -> None:
+        super().__init__(url, replace(settings, database=catalog), capabilities, client)
 
     # -- DDL -----------------------------------------------------------------------------------
-
-    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
-        return f"{super().create_table_sql(relation, table)} USING {self.table_format}"
 
     def ensure(self, tables: Sequence[TableSpec]) -> None:
         """Create what is missing; an existing table must store JSON as the `json` option says."""
@@ -107,26 +128,11 @@ class DatabricksTarget(SqlTarget):
         described = self.described(relation)
         return None if described is None else [name for name, _ in described]
 
-    # -- staging and JSON ----------------------------------------------------------------------
+    # -- staging -------------------------------------------------------------------------------
 
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
         """IF NOT EXISTS: the stage's name is new, so the one that can exist is this statement's
         own, run before by a request the SQL connector replayed."""
         columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
-        self.execute(f"CREATE TABLE IF NOT EXISTS {stage.render()} ({columns}) USING {self.table_format}")
-
-    def stage_type(self, column: Column) -> str:
-        """The stage holds JSON as text; the swap parses it where the tables hold VARIANT."""
-        return "STRING" if column.type is ColumnType.JSON else self.type_name(column.type)
-
-    def staged_value_sql(self, column: Column) -> str:
-        if self.variant and column.type is ColumnType.JSON:
-            return f"PARSE_JSON({self.quote(column.name)})"
-        return self.quote(column.name)
-
-    def json_text_sql(self, expression: str) -> str:
-        """TO_JSON for VARIANT (a cast to STRING gives a JSON string's value without its quotes);
-        the inner cast types the NULL a missing column reads as."""
-        if self.variant:
-            return f"TO_JSON(CAST({expression} AS VARIANT))"
-        return super().json_text_sql(expression)
+        using = self.dialect.table_format
+        self.execute(f"CREATE TABLE IF NOT EXISTS {stage.render()} ({columns}) USING {using}")

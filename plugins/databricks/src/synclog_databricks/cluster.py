@@ -27,10 +27,12 @@ from synclog.plugin_api import (
     FrameLoader,
     LineageDataset,
     Manifest,
+    Params,
     Partitioning,
     PartitionReplacer,
     PartitionValue,
     Relation,
+    SqlClient,
     Statement,
     TableSpec,
     Target,
@@ -42,7 +44,7 @@ from synclog.plugin_api import (
     write_frame,
 )
 from synclog_databricks import partitions
-from synclog_databricks.base import DatabricksTarget
+from synclog_databricks.base import DatabricksDialect, DatabricksTarget
 from synclog_databricks.capabilities import PARQUET
 from synclog_databricks.options import catalog, with_json_type
 
@@ -75,44 +77,32 @@ def session_format(spark: SparkSession) -> str:
     return "delta" if default == "delta" or "DeltaSparkSessionExtension" in extensions else "parquet"
 
 
-class SparkTarget(DatabricksTarget, FrameLoader):
-    """Delta tables in a catalog of the Spark session; one MERGE per swap."""
+class SparkClient(SqlClient):
+    """Statements through `spark.sql(sql, args=…)`, parameters bound by Spark (positional `?` or
+    named `:name`); no transactions."""
 
-    def __init__(
-        self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, spark: SparkSession
-    ) -> None:
-        if url.user or url.port or url.path.strip("/"):
-            raise ConfigError(f"{url}: expected databricks+spark://CATALOG")
-        super().__init__(url, settings, capabilities, catalog(url, settings, url.host or None))
+    def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 
-    def lineage_dataset(self, relation: Relation) -> LineageDataset:
-        """`databricks://{workspace host}` (the session's `spark.databricks.workspaceUrl`, as the
-        SQL warehouse target names it) and `{catalog}.{schema}.{table}`; a session outside
-        Databricks, which knows no workspace, names the table in its own catalogs: `spark`."""
-        workspace = self.spark.conf.get(WORKSPACE_CONF, None)
-        namespace = lineage_namespace("databricks", workspace) if workspace else "spark"
-        return LineageDataset(namespace, str(relation))
+    def frame(self, sql: str, params: Params) -> DataFrame:
+        """The statement's result as a Spark frame (a command has run once this returns)."""
+        args = list(params) if isinstance(params, Sequence) else dict(params)
+        return self.spark.sql(sql, args=args or None)
 
-    # -- statements ----------------------------------------------------------------------------
-
-    def _sql(self, sql: str, params: Sequence[Any]) -> DataFrame:
-        return self.spark.sql(sql, args=list(params) or None)
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+    def execute(self, sql: str, params: Params = ()) -> int:
         """Spark runs a command when `sql()` is called; Delta DML answers with its affected rows."""
-        result = self._sql(sql, params)
+        result = self.frame(sql, params)
         if result.columns[:1] != ["num_affected_rows"]:
             return 0
         first = result.first()
         return int(first[0] or 0) if first is not None else 0
 
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(row) for row in self._sql(sql, params).collect()]
+    def fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self.frame(sql, params).collect()]
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+    def query(self, sql: str, params: Params = ()) -> pa.Table:
         """The result in Arrow; VARIANT values as JSON text, as Databricks SQL returns them."""
-        return variants_as_json(self._sql(sql, params)).toArrow()
+        return variants_as_json(self.frame(sql, params)).toArrow()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -122,6 +112,29 @@ class SparkTarget(DatabricksTarget, FrameLoader):
 
     def close(self) -> None:
         """Nothing to release: the Spark session belongs to the caller."""
+
+
+class SparkTarget(DatabricksTarget, FrameLoader):
+    """Delta tables in a catalog of the Spark session; one MERGE per swap."""
+
+    client: SparkClient
+
+    def __init__(
+        self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, spark: SparkSession
+    ) -> None:
+        if url.user or url.port or url.path.strip("/"):
+            raise ConfigError(f"{url}: expected databricks+spark://CATALOG")
+        chosen = catalog(url, settings, url.host or None)
+        super().__init__(url, settings, capabilities, chosen, SparkClient(spark))
+        self.spark = spark
+
+    def lineage_dataset(self, relation: Relation) -> LineageDataset:
+        """`databricks://{workspace host}` (the session's `spark.databricks.workspaceUrl`, as the
+        SQL warehouse target names it) and `{catalog}.{schema}.{table}`; a session outside
+        Databricks, which knows no workspace, names the table in its own catalogs: `spark`."""
+        workspace = self.spark.conf.get(WORKSPACE_CONF, None)
+        namespace = lineage_namespace("databricks", workspace) if workspace else "spark"
+        return LineageDataset(namespace, str(relation))
 
     # -- loading and reading back --------------------------------------------------------------
 
@@ -138,7 +151,25 @@ class SparkTarget(DatabricksTarget, FrameLoader):
 
     def export(self, sql: str, params: Sequence[Any], schema: pa.Schema, folder: str) -> Manifest:
         """The executors write the query's result as Parquet files under `folder` in storage."""
-        return write_frame(self._sql(sql, params), self.storage, folder, schema)
+        return write_frame(self.client.frame(*self.dialect.bind(sql, params)), self.storage, folder, schema)
+
+
+class ParquetDialect(DatabricksDialect):
+    """Parquet tables, partitioned as the core's partition replace says (`partitioning_of`), the
+    partition column after the table's own columns (`partitions.py`)."""
+
+    table_format: ClassVar[str] = "PARQUET"
+
+    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
+        part = partitioning_of(table)
+        if part is None:
+            return super().create_table_sql(relation, table)
+        columns = ", ".join(self.column_sql(c) for c in table.columns)
+        column, kind = self.quote(part.name), partitions.column_type(part)
+        return (
+            f"CREATE TABLE IF NOT EXISTS {relation.render()} ({columns}, {column} {kind}) "
+            f"USING PARQUET PARTITIONED BY ({column}) OPTIONS ('partitionOverwriteMode' = 'dynamic')"
+        )
 
 
 class ParquetTarget(SparkTarget, PartitionReplacer):
@@ -153,18 +184,7 @@ class ParquetTarget(SparkTarget, PartitionReplacer):
     the same partitions at once can lose one's rows; Delta has none of these limits.
     """
 
-    table_format: ClassVar[str] = "PARQUET"
-
-    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
-        part = partitioning_of(table)
-        if part is None:
-            return super().create_table_sql(relation, table)
-        columns = ", ".join(self.column_sql(c) for c in table.columns)
-        column, kind = self.quote(part.name), partitions.column_type(part)
-        return (
-            f"CREATE TABLE IF NOT EXISTS {relation.render()} ({columns}, {column} {kind}) "
-            f"USING PARQUET PARTITIONED BY ({column}) OPTIONS ('partitionOverwriteMode' = 'dynamic')"
-        )
+    dialect_class = ParquetDialect
 
     def partition_sql(self, partitioning: Partitioning, row: str, staged: bool) -> str:
         """A staged row's partition from its source column; a stored row's is its partition column."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,9 +27,11 @@ from databricks.sql.exc import OperationalError
 from synclog.plugin_api import (
     Capabilities,
     ConfigError,
+    DbApiClient,
     FileLoader,
     LineageDataset,
     Manifest,
+    Params,
     Relation,
     TableSpec,
     TargetSettings,
@@ -40,7 +42,7 @@ from synclog.plugin_api import (
 )
 from synclog_databricks import sources
 from synclog_databricks.base import DatabricksTarget
-from synclog_databricks.options import catalog
+from synclog_databricks.options import catalog, with_json_type
 
 OPTIONS = ("http_path", "catalog", "volume", "json", "use_sea", "scheme", "retry_seconds", *sources.OPTIONS)
 TOKEN_ENV = "DATABRICKS_TOKEN"
@@ -54,6 +56,42 @@ OUTAGES = (OperationalError,)
 """The warehouse cannot be reached, refused the token, timed out, or an upload failed (the
 connector's RequestError and its kin): the write waits for `flush`. ServerOperationError (the
 warehouse refused a statement) is not among them."""
+
+
+def warehouse_capabilities(declared: Capabilities, url: TargetURL, settings: TargetSettings) -> Capabilities:
+    """The warehouse's capabilities with the `json` option's JSON type."""
+    return with_json_type(declared, url, settings.options_for(url, OPTIONS))
+
+
+class WarehouseClient(DbApiClient):
+    """The SQL connector: DML and COPY INTO answer with a row of affected rows, results come as
+    Arrow, and every statement is a transaction of its own (the swap is one MERGE)."""
+
+    def affected_rows(self, cursor: Any) -> int:
+        if [d[0] for d in cursor.description or ()][:1] != ["num_affected_rows"]:
+            return 0
+        row = cursor.fetchone()
+        return int(row[0] or 0) if row is not None else 0
+
+    def query(self, sql: str, params: Params = ()) -> pa.Table:
+        """The result in Arrow; an empty one keeps its column names (the connector's Statement
+        Execution backend gives an empty result no columns)."""
+        with self.cursor(sql, params) as cursor:
+            table = cursor.fetchall_arrow()
+            if table.num_columns or not cursor.description:
+                return table
+            return pa.table({d[0]: pa.array([], pa.null()) for d in cursor.description})
+
+    def result_batches(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The result `chunk_rows` rows at a time, one record batch per chunk."""
+        with self.cursor(sql, params) as cursor:
+            while (chunk := cursor.fetchmany_arrow(self.chunk_rows)).num_rows:
+                yield from chunk.combine_chunks().to_batches()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A warehouse runs each statement in a transaction of its own: the swap is one MERGE."""
+        yield
 
 
 class WarehouseTarget(DatabricksTarget, FileLoader):
@@ -72,10 +110,9 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
         if set(url.query) & set(sources.OPTIONS):
             raise ConfigError(f"{url}: give S3 keys in the target's options, not in the URL")
         chosen = catalog(url, settings, given.get("catalog"))
-        super().__init__(url, settings, capabilities, chosen)
-        self.access = sources.CopyAccess.from_options(given, self.storage)
+        self.access = sources.CopyAccess.from_options(given, settings.storage)
         self.volume = check_name(given.get("volume", DEFAULT_VOLUME), what="volume", max_length=255).lower()
-        local = [self.storage.root] if self.storage.local else []  # what PUT may read
+        local = [settings.storage.root] if settings.storage.local else []  # what PUT may read
         kwargs: dict[str, Any] = {
             "server_hostname": url.host if scheme == "https" else f"http://{url.host}",
             "http_path": given["http_path"],
@@ -95,7 +132,8 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
                 url.port
             )  # the connector's port setting (private, like the retry's); 443 by default
         with outages(OUTAGES, f"cannot connect to {url}"):
-            self.connection = databricks.sql.connect(**kwargs)
+            connection = databricks.sql.connect(**kwargs)
+        super().__init__(url, settings, capabilities, chosen, WarehouseClient(connection, OUTAGES, str(url)))
         self._volumes: set[str] = set()
         self._uploads: dict[str, list[str]] = {}
 
@@ -103,50 +141,6 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
         """`databricks://{workspace host}` and `{catalog}.{schema}.{table}`: the form of the
         official openlineage-dbt's Databricks adapter (the naming spec has no Databricks row)."""
         return LineageDataset(lineage_namespace("databricks", self.url.host, self.url.port), str(relation))
-
-    # -- statements ----------------------------------------------------------------------------
-
-    @contextmanager
-    def _cursor(self, sql: str, params: Sequence[Any]) -> Iterator[Any]:
-        with outages(OUTAGES, str(self.url)), self.connection.cursor() as cursor:
-            cursor.execute(sql, list(params) or None)
-            yield cursor
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; DML and COPY INTO answer with their affected rows."""
-        with self._cursor(sql, params) as cursor:
-            if [d[0] for d in cursor.description or ()][:1] != ["num_affected_rows"]:
-                return 0
-            row = cursor.fetchone()
-            return int(row[0] or 0) if row is not None else 0
-
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._cursor(sql, params) as cursor:
-            return [tuple(row) for row in cursor.fetchall()]
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        """The result in Arrow; an empty one keeps its column names (the connector's Statement
-        Execution backend gives an empty result no columns)."""
-        with self._cursor(sql, params) as cursor:
-            table = cursor.fetchall_arrow()
-            if table.num_columns or not cursor.description:
-                return table
-            return pa.table({d[0]: pa.array([], pa.null()) for d in cursor.description})
-
-    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """The result `chunk_rows` rows at a time, one record batch per chunk."""
-        with self._cursor(sql, params) as cursor:
-            while (chunk := cursor.fetchmany_arrow(self.chunk_rows)).num_rows:
-                yield from chunk.combine_chunks().to_batches()
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """A warehouse runs each statement in a transaction of its own: the swap is one MERGE."""
-        yield
-
-    def close(self) -> None:
-        with outages(OUTAGES, str(self.url)):
-            self.connection.close()
 
     # -- loading: COPY INTO the stage from storage, or from files PUT into a volume ------------
 

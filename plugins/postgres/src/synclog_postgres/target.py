@@ -5,28 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
+import psycopg
 import pyarrow as pa
 
-from synclog.plugin_api import (
-    Capabilities,
-    ColumnType,
-    InputError,
-    LineageDataset,
-    PartitionDropper,
-    Relation,
-    SqlTarget,
-    Statement,
-    TableSpec,
-    TargetError,
-    TargetSettings,
-    TargetURL,
-    check_name,
-    lineage_namespace,
-    outages,
-    rows_batch,
-)
+from synclog import plugin_api as api
 from synclog_postgres import orphans, partitions
 from synclog_postgres.connection import OUTAGES, connect, conninfo
 from synclog_postgres.copy import FAILURE_MARK, REFUSED_MARK, CopyStageWriter, DayCounts, day_totals
@@ -36,79 +20,66 @@ _DDL_LOCK_CLASS = orphans.LOCK_CLASS + 1
 """The advisory lock (class, 0) that DDL of synclog's takes turns under, apart from stage locks."""
 
 
-class PostgresTarget(SqlTarget, PartitionDropper):
-    """A PostgreSQL database; tables with a time column are partitioned by UTC day."""
+class PostgresDialect(api.SqlDialect):
+    """psycopg's `%s` markers, TEXT and TIMESTAMPTZ; tables with a time column partitioned by it."""
 
-    placeholder: ClassVar[str] = "%s"
-    type_names: ClassVar[dict[ColumnType, str]] = {
-        ColumnType.BIGINT: "BIGINT",
-        ColumnType.INTEGER: "INTEGER",
-        ColumnType.STRING: "TEXT",
-        ColumnType.TIMESTAMP: "TIMESTAMPTZ",
-        ColumnType.BOOLEAN: "BOOLEAN",
+    placeholder = "%s"
+    type_names = {
+        **api.SqlDialect.type_names,
+        api.ColumnType.STRING: "TEXT",
+        api.ColumnType.TIMESTAMP: "TIMESTAMPTZ",
     }
 
-    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
-        super().__init__(url, settings, capabilities)
-        self.params = conninfo(url)
-        self.connection = connect(self.params, where=str(url))
+    def table_options(self, table: api.TableSpec) -> str:
+        time = table.time_column
+        return "" if time is None else f"PARTITION BY RANGE ({self.quote(time)})"
 
-    def lineage_dataset(self, relation: Relation) -> LineageDataset:
-        """The OpenLineage naming spec's Postgres row: `postgres://{host}:{port}` (the default port
-        spelled out) and `{database}.{schema}.{table}`."""
-        namespace = lineage_namespace("postgres", self.params["host"], self.params["port"])
-        return LineageDataset(namespace, f"{self.params['dbname']}.{relation}")
 
-    # -- statements ----------------------------------------------------------------------------
+class PostgresClient(api.DbApiClient):
+    """psycopg's own transactions, and results streamed through a server-side cursor."""
 
-    def _errors(self) -> Any:
-        return outages(OUTAGES, str(self.url))
+    connection: psycopg.Connection[Any]
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        with self._errors():
-            return max(self.connection.execute(sql, list(params) or None).rowcount, 0)
-
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._errors():
-            return self.connection.execute(sql, list(params) or None).fetchall()
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        with self._errors():
-            cursor = self.connection.execute(sql, list(params) or None)
-            names = [c.name for c in cursor.description or ()]
-            rows = cursor.fetchall()
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-        return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
-
-    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def result_batches(self, sql: str, params: api.Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """Stream the result through a server-side cursor, `chunk_rows` rows at a time."""
         chunk = self.chunk_rows
         with (
-            self._errors(),
+            self.errors(),
             self.connection.transaction(),  # a cursor without HOLD lives inside a transaction
             self.connection.cursor(name=_CURSOR) as cursor,
         ):
-            cursor.execute(sql, list(params) or None)
+            cursor.execute(sql, self.driver_params(params))
             for rows in iter(lambda: cursor.fetchmany(chunk), []):
-                yield rows_batch(rows, schema)
+                yield api.rows_batch(rows, schema)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        with self._errors(), self.connection.transaction():
+        with self.errors(), self.connection.transaction():
             yield
 
-    def close(self) -> None:
-        self.connection.close()
+
+class PostgresTarget(api.SqlTarget, api.PartitionDropper):
+    """A PostgreSQL database; tables with a time column are partitioned by UTC day."""
+
+    dialect_class = PostgresDialect
+    client: PostgresClient
+
+    def __init__(
+        self, url: api.TargetURL, settings: api.TargetSettings, capabilities: api.Capabilities
+    ) -> None:
+        self.params = conninfo(url)
+        client = PostgresClient(connect(self.params, where=str(url)), OUTAGES, str(url))
+        super().__init__(url, settings, capabilities, client)
+
+    def lineage_dataset(self, relation: api.Relation) -> api.LineageDataset:
+        """The OpenLineage naming spec's Postgres row: `postgres://{host}:{port}` (the default port
+        spelled out) and `{database}.{schema}.{table}`."""
+        namespace = api.lineage_namespace("postgres", self.params["host"], self.params["port"])
+        return api.LineageDataset(namespace, f"{self.params['dbname']}.{relation}")
 
     # -- DDL -----------------------------------------------------------------------------------
 
-    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
-        sql = super().create_table_sql(relation, table)
-        if table.time_column is None:
-            return sql
-        return f"{sql} PARTITION BY RANGE ({self.quote(table.time_column)})"
-
-    def ensure(self, tables: Sequence[TableSpec]) -> None:
+    def ensure(self, tables: Sequence[api.TableSpec]) -> None:
         """Create what is missing, plus an index on each table's replace key (replays look it up).
 
         Then drop the staging tables a killed driver left in these schemas (`sweep_stages`).
@@ -118,11 +89,11 @@ class PostgresTarget(SqlTarget, PartitionDropper):
         with self._ddl_turn():
             self._ensure(tables)
 
-    def sweep_stages(self, relations: Sequence[Relation]) -> list[Relation]:
+    def sweep_stages(self, relations: Sequence[api.Relation]) -> list[api.Relation]:
         """The stages whose loading session is gone (`orphans.sweep`: PostgreSQL can tell by the
         stage's advisory lock, on any host, which the owner in a stage's name cannot)."""
-        with self._errors():
-            return orphans.sweep(self.connection, {relation.parts[-2] for relation in relations})
+        with self.client.errors():
+            return orphans.sweep(self.client.connection, {relation.parts[-2] for relation in relations})
 
     @contextmanager
     def _ddl_turn(self) -> Iterator[None]:
@@ -133,11 +104,11 @@ class PostgresTarget(SqlTarget, PartitionDropper):
         finally:
             self.fetch("SELECT pg_advisory_unlock(%s, 0)", [_DDL_LOCK_CLASS])
 
-    def _ensure(self, tables: Sequence[TableSpec]) -> None:
+    def _ensure(self, tables: Sequence[api.TableSpec]) -> None:
         super().ensure(tables)
         for given in tables:
             relation = self.relation(self.table_spec(given))
-            index = check_name(
+            index = api.check_name(
                 f"{relation.parts[-1]}_replace_key",
                 what="index",
                 max_length=self.capabilities.max_identifier_length,
@@ -149,7 +120,7 @@ class PostgresTarget(SqlTarget, PartitionDropper):
             keys = ", ".join(self.quote(k) for k in given.replace_key)
             self.execute(f"CREATE INDEX IF NOT EXISTS {self.quote(index)} ON {relation.render()} ({keys})")
 
-    def _index_columns(self, relation: Relation, index: str) -> list[str] | None:
+    def _index_columns(self, relation: api.Relation, index: str) -> list[str] | None:
         """The columns of the index `index` in the schema of `relation`, in order (None: no index)."""
         rows = self.fetch(
             "SELECT a.attname FROM pg_index i "
@@ -162,7 +133,7 @@ class PostgresTarget(SqlTarget, PartitionDropper):
         )
         return [name for (name,) in rows] or None
 
-    def _partitions(self, relation: Relation) -> list[partitions.Partition]:
+    def _partitions(self, relation: api.Relation) -> list[partitions.Partition]:
         """The day partitions synclog made for `relation`, oldest first."""
         rows = self.fetch(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
@@ -172,12 +143,12 @@ class PostgresTarget(SqlTarget, PartitionDropper):
         found = (partitions.parse(relation, name) for (name,) in rows)
         return sorted((p for p in found if p is not None), key=lambda p: p.day)
 
-    def _ensure_partitions(self, table: TableSpec, relation: Relation, days: DayCounts) -> None:
+    def _ensure_partitions(self, table: api.TableSpec, relation: api.Relation, days: DayCounts) -> None:
         """Create the day partitions the staged rows need, each in its own short statement."""
         if table.time_column is None:
             return
         if days.get(None):
-            raise TargetError(
+            raise api.TargetError(
                 f"{relation}: {days[None]:,} rows have no {table.time_column}, "
                 "which the table is partitioned by"
             )
@@ -190,17 +161,17 @@ class PostgresTarget(SqlTarget, PartitionDropper):
 
     # -- the load: an UNLOGGED stage filled by the executors' COPY -----------------------------
 
-    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+    def create_stage(self, stage: api.Relation, table: api.TableSpec) -> None:
         """An UNLOGGED copy of the table's columns and its ledger, under the stage's lock (see orphans)."""
         self.fetch(orphans.lock_sql("pg_advisory_lock"), orphans.stage_key(stage))
         self.execute(f"CREATE UNLOGGED TABLE {stage.render()} (LIKE {self.relation(table).render()})")
         self.execute(f"CREATE UNLOGGED TABLE {_ledger(stage).render()} (part integer PRIMARY KEY)")
 
-    def drop_stage(self, stage: Relation) -> None:
+    def drop_stage(self, stage: api.Relation) -> None:
         self.execute(f"DROP TABLE IF EXISTS {stage.render()}, {_ledger(stage).render()}")
         self.fetch(orphans.lock_sql("pg_advisory_unlock"), orphans.stage_key(stage))
 
-    def stage_writer(self, stage: Relation, table: TableSpec) -> CopyStageWriter:
+    def stage_writer(self, stage: api.Relation, table: api.TableSpec) -> CopyStageWriter:
         """Each Spark task COPYs its rows into the stage itself (and commits them once, see
         `CopyStageWriter`); only its row count per day comes back to the driver."""
         time_index = None if table.time_column is None else table.column_names().index(table.time_column)
@@ -214,7 +185,7 @@ class PostgresTarget(SqlTarget, PartitionDropper):
             time_index,
         )
 
-    def load_staged(self, stage: Relation, table: TableSpec, reports: Sequence[str]) -> int:
+    def load_staged(self, stage: api.Relation, table: api.TableSpec, reports: Sequence[str]) -> int:
         """Create the day partitions the staged rows need, and sample the stage for the planner."""
         days = day_totals(reports)
         self._ensure_partitions(table, self.relation(table), days)
@@ -225,16 +196,16 @@ class PostgresTarget(SqlTarget, PartitionDropper):
             self.execute(f"ANALYZE {stage.render()} ({keys})")
         return sum(days.values())
 
-    def raise_stage_failure(self, failure: Exception, table: TableSpec) -> None:
+    def raise_stage_failure(self, failure: Exception, table: api.TableSpec) -> None:
         _raise_copy_failure(failure, self.relation(table))
 
-    def lock_statement(self, relation: Relation) -> Statement:
+    def lock_statement(self, relation: api.Relation) -> api.Statement:
         """Swaps into one table take turns, so two writers replaying the same keys cannot both insert."""
         return "SELECT pg_advisory_xact_lock(hashtext(%s))", [relation.render()]
 
     # -- retention -----------------------------------------------------------------------------
 
-    def drop_partitions(self, table: TableSpec, relation: Relation, before: datetime) -> int:
+    def drop_partitions(self, table: api.TableSpec, relation: api.Relation, before: datetime) -> int:
         """Drop every day partition that ends before `before`, all in one transaction (one commit,
         however many days expired); return the rows they held: PostgreSQL's own count of each
         (`pg_class.reltuples`, kept by ANALYZE and autovacuum), so no partition is scanned; only
@@ -250,7 +221,7 @@ class PostgresTarget(SqlTarget, PartitionDropper):
             self.execute(f"DROP TABLE {', '.join(part.render() for part in expired)}")
         return count
 
-    def _rows_held(self, tables: list[Relation]) -> int:
+    def _rows_held(self, tables: list[api.Relation]) -> int:
         """The rows `tables` hold, from the catalogue's estimate where ANALYZE has made one."""
         names = [table.render() for table in tables]
         estimates = self.fetch(
@@ -266,18 +237,18 @@ class PostgresTarget(SqlTarget, PartitionDropper):
         return int(rows)
 
 
-def _ledger(stage: Relation) -> Relation:
+def _ledger(stage: api.Relation) -> api.Relation:
     """The table that records which Spark partitions committed their COPY into `stage`."""
     return stage.with_name(stage.name + orphans.LEDGER)
 
 
-def _raise_copy_failure(exc: BaseException, relation: Relation) -> None:
+def _raise_copy_failure(exc: BaseException, relation: api.Relation) -> None:
     """Turn an executor's failed COPY (buried in a Spark error) into one line: an outage
     (TargetError), or rows the server refused (InputError)."""
     text = str(exc)
     for mark, error, verb in (
-        (FAILURE_MARK, TargetError, "failed"),
-        (REFUSED_MARK, InputError, "was refused"),
+        (FAILURE_MARK, api.TargetError, "failed"),
+        (REFUSED_MARK, api.InputError, "was refused"),
     ):
         at = text.find(mark)
         if at >= 0:

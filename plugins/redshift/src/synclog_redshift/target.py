@@ -3,33 +3,15 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from synclog.plugin_api import (
-    Capabilities,
-    ColumnType,
-    ConfigError,
-    FileLoader,
-    LineageDataset,
-    Location,
-    Manifest,
-    Relation,
-    SqlTarget,
-    Statement,
-    TableSpec,
-    TargetError,
-    TargetSettings,
-    TargetURL,
-    lineage_namespace,
-    outages,
-    published,
-)
+from synclog import plugin_api as api
 from synclog_redshift import statements
 from synclog_redshift.connection import OUTAGES, ConnectionSettings, S3Access, cluster_authority
 
@@ -38,7 +20,7 @@ COPY_MANIFEST = "redshift.manifest"
 
 
 @dataclass(frozen=True)
-class TemporaryTable(Relation):
+class TemporaryTable(api.Relation):
     """A session's temporary table: Redshift names it without a schema."""
 
     @property
@@ -46,80 +28,58 @@ class TemporaryTable(Relation):
         return (self.casefold.apply(self.name),)
 
 
-class RedshiftTarget(SqlTarget, FileLoader):
-    """A Redshift database; staging and read-backs go through `storage` on S3."""
+class RedshiftDialect(api.SqlDialect):
+    """`%s` markers, VARCHAR(65535) and TIMESTAMPTZ; tables with a time column sorted by it, SUPER
+    read back as itself."""
 
-    placeholder: ClassVar[str] = "%s"
-    type_names: ClassVar[dict[ColumnType, str]] = {
-        ColumnType.BIGINT: "BIGINT",
-        ColumnType.INTEGER: "INTEGER",
-        ColumnType.STRING: "VARCHAR(65535)",
-        ColumnType.TIMESTAMP: "TIMESTAMPTZ",
-        ColumnType.BOOLEAN: "BOOLEAN",
+    placeholder = "%s"
+    type_names = {
+        **api.SqlDialect.type_names,
+        api.ColumnType.STRING: "VARCHAR(65535)",
+        api.ColumnType.TIMESTAMP: "TIMESTAMPTZ",
     }
 
-    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
-        super().__init__(url, settings, capabilities)
-        require_s3(settings.storage)
-        self.access = S3Access.resolve(settings.options, settings.storage)
-        self.connection_settings = ConnectionSettings.from_url(url)
-        self.connection = self.connection_settings.connect(str(url))
+    def table_options(self, table: api.TableSpec) -> str:
+        """Tables with a time column are sorted by it: retention's DELETE and time filters skip blocks."""
+        return "" if table.time_column is None else f"SORTKEY ({self.quote(table.time_column)})"
 
-    def lineage_dataset(self, relation: Relation) -> LineageDataset:
-        """The OpenLineage naming spec's Redshift row: `redshift://{cluster}.{region}:{port}` (the
-        host as it is where it is no cluster endpoint) and `{database}.{schema}.{table}`."""
-        where = self.connection_settings.kwargs
-        namespace = lineage_namespace("redshift", cluster_authority(where["host"]), where["port"])
-        return LineageDataset(namespace, f"{where['database']}.{relation}")
+    def json_text_sql(self, expression: str) -> str:
+        """The SUPER value itself: UNLOAD writes SUPER as JSON text (a cast to VARCHAR would not)."""
+        return f"CAST({expression} AS SUPER)"
 
-    # -- statements ----------------------------------------------------------------------------
 
-    def _errors(self) -> Any:
-        return outages(OUTAGES, str(self.url))
-
-    @contextmanager
-    def _cursor(self, sql: str, params: Sequence[Any]) -> Iterator[Any]:
-        with self._errors():
-            cursor = self.connection.cursor()
-            try:
-                cursor.execute(sql, list(params) or None)
-                yield cursor
-            finally:
-                cursor.close()
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        with self._cursor(sql, params) as cursor:
-            return max(cursor.rowcount, 0)
-
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._cursor(sql, params) as cursor:
-            return [tuple(row) for row in cursor.fetchall()]
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        with self._cursor(sql, params) as cursor:
-            names = [column[0] for column in cursor.description or ()]
-            rows = cursor.fetchall()
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-        return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        self.execute("BEGIN")
-        try:
-            yield
-        except BaseException:
-            with suppress(TargetError):
-                self.execute("ROLLBACK")
-            raise
-        self.execute("COMMIT")
+class RedshiftClient(api.DbApiClient):
+    """redshift_connector; closing a connection the server already dropped is no error."""
 
     def close(self) -> None:
         with suppress(*OUTAGES):
             self.connection.close()
 
+
+class RedshiftTarget(api.SqlTarget, api.FileLoader):
+    """A Redshift database; staging and read-backs go through `storage` on S3."""
+
+    dialect_class = RedshiftDialect
+
+    def __init__(
+        self, url: api.TargetURL, settings: api.TargetSettings, capabilities: api.Capabilities
+    ) -> None:
+        require_s3(settings.storage)
+        self.access = S3Access.resolve(settings.options, settings.storage)
+        self.connection_settings = ConnectionSettings.from_url(url)
+        client = RedshiftClient(self.connection_settings.connect(str(url)), OUTAGES, str(url))
+        super().__init__(url, settings, capabilities, client)
+
+    def lineage_dataset(self, relation: api.Relation) -> api.LineageDataset:
+        """The OpenLineage naming spec's Redshift row: `redshift://{cluster}.{region}:{port}` (the
+        host as it is where it is no cluster endpoint) and `{database}.{schema}.{table}`."""
+        where = self.connection_settings.kwargs
+        namespace = api.lineage_namespace("redshift", cluster_authority(where["host"]), where["port"])
+        return api.LineageDataset(namespace, f"{where['database']}.{relation}")
+
     # -- DDL -----------------------------------------------------------------------------------
 
-    def ensure(self, tables: Sequence[TableSpec]) -> None:
+    def ensure(self, tables: Sequence[api.TableSpec]) -> None:
         """The core's DDL, then each public view where its columns differ from its table's.
 
         Redshift's CREATE OR REPLACE VIEW takes only the identical set of columns, so a view
@@ -139,40 +99,35 @@ class RedshiftTarget(SqlTarget, FileLoader):
                     self.execute(f"DROP VIEW {view.render()}")
                 self.execute(self.view_sql(view, self.relation(table), table))
 
-    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
-        """Tables with a time column are sorted by it: retention's DELETE and time filters skip blocks."""
-        sql = super().create_table_sql(relation, table)
-        return sql if table.time_column is None else f"{sql} SORTKEY ({self.quote(table.time_column)})"
-
     # -- the load: one COPY into a temporary stage ---------------------------------------------
 
-    def stage_relation(self, relation: Relation) -> Relation:
+    def stage_relation(self, relation: api.Relation) -> api.Relation:
         stage = super().stage_relation(relation)
         return TemporaryTable(schema=stage.schema, name=stage.name, casefold=stage.casefold)
 
-    def create_stage(self, stage: Relation, table: TableSpec) -> None:
+    def create_stage(self, stage: api.Relation, table: api.TableSpec) -> None:
         """A temporary table: a driver that dies mid-load leaves nothing behind when its session ends."""
         columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
         self.execute(f"CREATE TEMP TABLE {stage.render()} ({columns})")
 
-    def stage_schema(self, table: TableSpec) -> pa.Schema:
+    def stage_schema(self, table: api.TableSpec) -> pa.Schema:
         """JSON columns as Arrow's JSON type: the staged JSON lines embed them as values, which the
         COPY loads into SUPER as objects (JSON text would load as a SUPER string)."""
         return pa.schema(
-            pa.field(c.name, pa.json_() if c.type is ColumnType.JSON else c.type.arrow())
+            pa.field(c.name, pa.json_() if c.type is api.ColumnType.JSON else c.type.arrow())
             for c in table.columns
         )
 
-    def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
+    def load_files(self, stage: api.Relation, table: api.TableSpec, manifest: api.Manifest) -> int:
         """One COPY of every staged file, through a manifest written beside them with their sizes."""
         fs = self.storage.filesystem()
         sizes = []
         for path, info in zip(manifest.paths(), fs.get_file_info(manifest.paths()), strict=True):
             if info.type != pafs.FileType.File:
-                raise TargetError(f"staged file {path} is missing")
+                raise api.TargetError(f"staged file {path} is missing")
             sizes.append(info.size)
         path = posixpath.join(posixpath.dirname(manifest.files[0].path), COPY_MANIFEST)
-        with published(fs, self.storage.path(path), whole=False) as stream:  # only this COPY reads it
+        with api.published(fs, self.storage.path(path), whole=False) as stream:  # only this COPY reads it
             stream.write(statements.copy_manifest(manifest.uris(), sizes))
         self.execute(statements.copy_sql(stage.render(), self.storage.uri(path), self.access))
         return manifest.rows
@@ -185,18 +140,14 @@ class RedshiftTarget(SqlTarget, FileLoader):
         match = " AND ".join(f"{target}.{self.quote(k)} = s.{self.quote(k)}" for k in key)
         return f"DELETE FROM {target} USING (SELECT DISTINCT {keys} FROM {staged}) AS s WHERE {match}"
 
-    def lock_statement(self, relation: Relation) -> Statement:
+    def lock_statement(self, relation: api.Relation) -> api.Statement:
         """Concurrent swaps into one table would fail Redshift's serializable isolation: LOCK makes
         them take turns (readers of the table wait for the swap's commit)."""
         return f"LOCK {relation.render()}", ()
 
     # -- read-back: UNLOAD to storage ----------------------------------------------------------
 
-    def json_text_sql(self, expression: str) -> str:
-        """The SUPER value itself: UNLOAD writes SUPER as JSON text (a cast to VARCHAR would not)."""
-        return f"CAST({expression} AS SUPER)"
-
-    def export(self, sql: str, params: Sequence[Any], schema: pa.Schema, folder: str) -> Manifest:
+    def export(self, sql: str, params: Sequence[Any], schema: pa.Schema, folder: str) -> api.Manifest:
         """UNLOAD the query as Parquet under `folder`, read through its manifest.
 
         Redshift picks the files' types: TIMESTAMPTZ as a timestamp in UTC, SUPER as JSON text;
@@ -208,10 +159,10 @@ class RedshiftTarget(SqlTarget, FileLoader):
         return statements.unloaded(self.storage, folder)
 
 
-def require_s3(storage: Location) -> None:
+def require_s3(storage: api.Location) -> None:
     """Redshift's COPY and UNLOAD reach S3 only: refuse any other storage in one line."""
     if storage.scheme != "s3":
-        raise ConfigError(
+        raise api.ConfigError(
             f"storage: the Redshift target loads and reads back through S3; set storage to "
             f"s3://bucket/prefix (not {storage})"
         )

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
 import pyarrow as pa
 import snowflake.connector
@@ -16,10 +15,12 @@ from snowflake.connector import errors
 from synclog.plugin_api import (
     Capabilities,
     ColumnType,
+    DbApiClient,
     FileLoader,
     LineageDataset,
     Manifest,
     Relation,
+    SqlDialect,
     SqlTarget,
     StoredFile,
     TableSpec,
@@ -28,7 +29,6 @@ from synclog.plugin_api import (
     TargetURL,
     first_line,
     outages,
-    rows_batch,
 )
 from synclog_snowflake.connection import ConnectionSettings, connection_settings
 from synclog_snowflake.external import (
@@ -65,24 +65,34 @@ DatabaseError after connecting ("Connection is closed": this target closed it).
 """
 
 
+class SnowflakeDialect(SqlDialect):
+    """NUMBER(38,0) integers, TIMESTAMP_TZ, and TO_JSON for JSON text."""
+
+    type_names = {
+        **SqlDialect.type_names,
+        ColumnType.BIGINT: "NUMBER(38,0)",
+        ColumnType.INTEGER: "NUMBER(38,0)",
+        ColumnType.TIMESTAMP: "TIMESTAMP_TZ",
+    }
+
+    def json_text_sql(self, expression: str) -> str:
+        """TO_JSON: a cast to VARCHAR would give a JSON string's value without its quotes."""
+        return f"TO_JSON({expression})"
+
+
 class SnowflakeTarget(SqlTarget, FileLoader):
     """A Snowflake database (CENSUS by default) reached with `snowflake-connector-python`."""
 
-    placeholder: ClassVar[str] = "?"
-    type_names: ClassVar[dict[ColumnType, str]] = {
-        ColumnType.BIGINT: "NUMBER(38,0)",
-        ColumnType.INTEGER: "NUMBER(38,0)",
-        ColumnType.STRING: "VARCHAR",
-        ColumnType.TIMESTAMP: "TIMESTAMP_TZ",
-        ColumnType.BOOLEAN: "BOOLEAN",
-    }
+    dialect_class = SnowflakeDialect
+    client: DbApiClient
 
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
         conn = connection_settings(url, settings)
-        super().__init__(url, replace(settings, database=conn.database), capabilities)
         check_options(settings.options)
-        self.access = None if self.storage.local else StageAccess.resolve(settings.options, self.storage)
-        self.connection = _connect(conn)
+        storage = settings.storage
+        self.access = None if storage.local else StageAccess.resolve(settings.options, storage)
+        client = DbApiClient(_connect(conn), OUTAGES, "Snowflake")
+        super().__init__(url, replace(settings, database=conn.database), capabilities, client)
         self._file_stages: set[Relation] = set()
         self._database_exists = False
 
@@ -91,73 +101,6 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         URL names the account (the spec's `{organization}-{account}`: `myorg-myaccount`), and
         `{database}.{schema}.{table}` as Snowflake folds them."""
         return LineageDataset(f"snowflake://{self.url.host}", str(relation))
-
-    # -- DB-API ------------------------------------------------------------------------------
-
-    def _errors(self) -> AbstractContextManager[None]:
-        return outages(OUTAGES, "Snowflake")
-
-    def _cursor(self, sql: str, params: Sequence[Any]) -> Any:
-        cursor = self.connection.cursor()
-        try:
-            with self._errors():
-                cursor.execute(sql, list(params) if params else None)
-        except BaseException:
-            cursor.close()
-            raise
-        return cursor
-
-    def _rows(self, sql: str, params: Sequence[Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """A query's column names and all its (small) result rows."""
-        cursor = self._cursor(sql, params)
-        try:
-            with self._errors():
-                rows = [tuple(row) for row in cursor.fetchall()]
-            return [d[0] for d in cursor.description], rows
-        finally:
-            cursor.close()
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        cursor = self._cursor(sql, params)
-        count = cursor.rowcount
-        cursor.close()
-        return max(count or 0, 0)
-
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._rows(sql, params)[1]
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        names, rows = self._rows(sql, params)
-        arrays = [pa.array([row[i] for row in rows]) for i in range(len(names))]
-        return pa.Table.from_arrays(arrays, names=names)
-
-    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """The result `fetchmany(self.chunk_rows)` at a time, typed with `schema`.
-
-        The connector downloads the result's chunks as the rows are consumed (a few ahead), so
-        the driver holds one chunk of rows and a few of the warehouse's result chunks at most.
-        """
-        cursor = self._cursor(sql, params)
-        try:
-            while True:
-                with self._errors():
-                    rows = cursor.fetchmany(self.chunk_rows)
-                if not rows:
-                    return
-                yield rows_batch(rows, schema)
-        finally:
-            cursor.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        self.execute("BEGIN")
-        try:
-            yield
-        except BaseException:
-            with suppress(TargetError):
-                self.execute("ROLLBACK")
-            raise
-        self.execute("COMMIT")
 
     # -- DDL ---------------------------------------------------------------------------------
 
@@ -181,10 +124,6 @@ class SnowflakeTarget(SqlTarget, FileLoader):
             f"SELECT {columns} FROM {relation.quoted(relation.parts[-1])}"
         )
 
-    def json_text_sql(self, expression: str) -> str:
-        """TO_JSON: a cast to VARCHAR would give a JSON string's value without its quotes."""
-        return f"TO_JSON({expression})"
-
     def existing_columns(self, relation: Relation) -> list[str] | None:
         if not self._has_database():
             return None
@@ -201,10 +140,9 @@ class SnowflakeTarget(SqlTarget, FileLoader):
     def _has_database(self) -> bool:
         """Whether the database exists (SHOW, not CREATE … IF NOT EXISTS: see FAKESNOW_NOTES)."""
         if not self._database_exists:
-            names, rows = self._rows("SHOW DATABASES", ())
-            name = [n.lower() for n in names].index("name")
+            names, rows = self._answer("SHOW DATABASES")
             wanted = self.capabilities.casefold.apply(self.settings.database or "")
-            self._database_exists = any(row[name] == wanted for row in rows)
+            self._database_exists = any(row[names.index("name")] == wanted for row in rows)
         return self._database_exists
 
     # -- loading: PUT the staged files, COPY them into a transient table ---------------------
@@ -240,24 +178,29 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         """
         if self.access is not None:
             external = self._external_stage(stage)
+            types = self.dialect.type_names
             return sum(
-                self._copy(copy_sql(stage, table, external, self.type_names, files=files_clause(chunk)))
+                self._copy(copy_sql(stage, table, external, types, files=files_clause(chunk)))
                 for chunk in _chunks(manifest.files, COPY_FILES)
             )
         files = self._file_stage(stage)
         prefix = uuid.uuid4().hex
         for path in manifest.paths():
             self.execute(put_sql(path, files, prefix))
-        return self._copy(copy_sql(stage, table, files, self.type_names, prefix=prefix))
+        return self._copy(copy_sql(stage, table, files, self.dialect.type_names, prefix=prefix))
 
     def _copy(self, sql: str) -> int:
         """The rows a COPY loaded, by its answer: 0 where it loaded no file (one row of text, as a
         COPY that the connector replayed answers; the core counts the stage then)."""
-        names, rows = self._rows(sql, ())
-        loaded = [n.lower() for n in names]
-        if "rows_loaded" not in loaded:
+        names, rows = self._answer(sql)
+        if "rows_loaded" not in names:
             return 0
-        return sum(int(row[loaded.index("rows_loaded")]) for row in rows)
+        return sum(int(row[names.index("rows_loaded")]) for row in rows)
+
+    def _answer(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """The (lower-case) column names and rows a statement answers with."""
+        with self.client.cursor(sql) as cursor:
+            return [d[0].lower() for d in cursor.description], [tuple(row) for row in cursor.fetchall()]
 
     def _file_stage(self, relation: Relation) -> Relation:
         stage = relation.with_name(FILE_STAGE)
@@ -284,9 +227,6 @@ class SnowflakeTarget(SqlTarget, FileLoader):
                 ) from None
             self._file_stages.add(stage)
         return stage
-
-    def close(self) -> None:
-        self.connection.close()
 
 
 def _connect(settings: ConnectionSettings) -> Any:
