@@ -57,6 +57,10 @@ LATENCY_TITLE = "## Batch latency"
 # -- one engine run, in a process of its own ----------------------------------------------------
 
 
+ALONE = "warm, Spark's jobs alone"
+"""The floor of the warm mode: the engine with `SparkAlone` as its log (`--modes` `alone`)."""
+
+
 def one_run(folder: Path, args: argparse.Namespace) -> dict[str, float]:
     """One run of the example engine in this (new) process; what the log cost it."""
     spent: dict[str, float] = {}
@@ -69,7 +73,9 @@ def one_run(folder: Path, args: argparse.Namespace) -> dict[str, float]:
             spent[name] = spent.get(name, 0.0) + time.perf_counter() - started
 
     log: Any = None
-    if not args.no_log:
+    if args.spark_alone:
+        log = SparkAlone()
+    elif not args.no_log:
         background = timed("import", lambda: __import__("synclog").BackgroundLog)
         target = f"duckdb:///{folder / 'logs.duckdb'}"
         log = timed("open", lambda: background.open(target))
@@ -83,6 +89,9 @@ def one_run(folder: Path, args: argparse.Namespace) -> dict[str, float]:
             sync(source, api.url, None, run, size)
             return {}
         report = sync(source, api.url, TimedLog(log, timed), run, size)
+    if args.spark_alone:
+        timed("close", log.close)
+        return spent
     finished = time.perf_counter()
     log.wait()
     found = log.log.target.fetch(
@@ -94,6 +103,48 @@ def one_run(folder: Path, args: argparse.Namespace) -> dict[str, float]:
         raise SystemExit(f"the log holds {found} rows of the run, not {args.records}")
     spent["path"] = sum(spent.get(k, 0.0) for k in ("import", "open", "write", "finish"))
     return spent
+
+
+class SparkAlone:
+    """The floor of a log behind the engine: on a thread of its own, joining the warm server's
+    shared session and running a job of the write's shape per batch (the batch as a frame, the
+    identifiers' window, a `mapInArrow` that writes nothing), nothing else of synclog's."""
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self.batches: queue.Queue[Any] = queue.Queue()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def write(self, run: Any, records: Any) -> None:
+        self.batches.put(records)
+
+    def finish(self, run: Any) -> None:
+        return None
+
+    def close(self) -> None:
+        self.batches.put(None)
+        self.thread.join()
+
+    def _run(self) -> None:
+        import pyarrow as pa
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        from synclog.spark import spark_session
+
+        def nothing(parts: Any) -> Any:
+            for part in parts:
+                yield pa.RecordBatch.from_pydict({"n": pa.array([part.num_rows], pa.int64())})
+
+        spark = spark_session("synclog-bench")
+        while (records := self.batches.get()) is not None:
+            frame = spark.createDataFrame(pa.Table.from_pylist(records))
+            counted = frame.withColumn("_n", F.count(F.lit(1)).over(Window.partitionBy("record_identifier")))
+            counted.mapInArrow(nothing, "n bigint").collect()
+        spark.stop()
 
 
 class TimedLog:
@@ -121,6 +172,8 @@ def runs(mode: str, env: dict[str, str], args: argparse.Namespace, folder: Path)
         command = [sys.executable, __file__, "--one-run", str(where), *passed(args)]
         if mode == "sync alone":
             command.append("--no-log")
+        if mode == ALONE:
+            command.append("--spark-alone")
         started = time.perf_counter()
         done = subprocess.run(command, env=env, cwd=where, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
@@ -145,6 +198,9 @@ def overhead_section(found: dict[str, list[dict[str, float]]], args: argparse.Na
 
     alone = median("sync alone", "wall")
     rows = []
+    if ALONE in found:
+        wall = median(ALONE, "wall")
+        rows.append(f"| {ALONE} (the floor) | {alone:.2f} | {wall:.2f} | {wall / alone:.2f} | - | - |")
     for mode in ("warm", "cold"):
         if mode in found:
             wall = median(mode, "wall")
@@ -169,7 +225,9 @@ def overhead_section(found: dict[str, list[dict[str, float]]], args: argparse.Na
             f"Medians over {args.runs} runs per mode. *sync with synclog s*: the process's wall time "
             "(spawn to exit); *synclog s on the engine's path*: importing synclog, "
             "`BackgroundLog.open`, the writes and `finish`; *queryable after finish s*: from `finish` "
-            "returning until the run's rows are queryable.",
+            "returning until the run's rows are queryable; *warm, Spark's jobs alone*: the floor, the "
+            "engine's log a thread that joins the same shared session and runs a job of the write's "
+            "shape per batch, nothing else of synclog's.",
             "",
             "| mode | sync alone s | sync with synclog s | ratio | synclog s on the engine's path "
             "| queryable after finish s |",
@@ -393,10 +451,13 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--answer-seconds", type=float, default=1.0)
     parser.add_argument("--latency-batches", type=int, default=50, help="0: no batch latency")
-    parser.add_argument("--modes", default="warm,cold", help="engine modes beside the sync alone")
+    parser.add_argument(
+        "--modes", default="alone,warm,cold", help="engine modes beside the sync alone (alone: the floor)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--one-run", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--no-log", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--spark-alone", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one_run:
         print(json.dumps(one_run(args.one_run, args)))
@@ -417,6 +478,8 @@ def main() -> int:
             found["cold"] = runs("cold", cold, args, folder)
         start_warm(env)
         try:
+            if "alone" in modes:
+                found[ALONE] = runs(ALONE, env, args, folder)
             if "warm" in modes:
                 found["warm"] = runs("warm", env, args, folder)
                 sections.append((OVERHEAD_TITLE, overhead_section(found, args)))

@@ -517,8 +517,7 @@ class StoreTask:
         self.types: dict[str, set[str]] = {}
         self.hashes: dict[str, set[int] | None] = {}
         self.held = 0
-        self.too_many = False
-        """Whether the task held more than `TASK_IDENTIFIERS` hashes: it then reports none."""
+        """How many hashes the task holds; past `TASK_IDENTIFIERS` it reports none."""
 
     def write(
         self, batch: pa.RecordBatch, payload_types: pa.Array | None = None, hashes: pa.Array | None = None
@@ -539,14 +538,13 @@ class StoreTask:
                 pairs = pc.unique(pc.list_flatten(payload_types.filter(chosen))).to_pylist()
                 self.types.setdefault(key, set()).update(pairs)
             held = self.hashes.setdefault(key, set())
-            if hashes is None or held is None or self.too_many:
+            if hashes is None or held is None or self.held > TASK_IDENTIFIERS:
                 self.hashes[key] = None
                 continue
             self.held -= len(held)
             held.update(pc.unique(hashes.filter(chosen)).drop_null().to_pylist())
             self.held += len(held)
             if self.held > TASK_IDENTIFIERS:
-                self.too_many = True
                 self.hashes = dict.fromkeys(self.hashes)
 
     def close(self) -> list[str]:
@@ -558,7 +556,7 @@ class StoreTask:
             if key in self.types:
                 report["types"] = sorted(self.types[key])
             held = self.hashes.get(key)
-            if held is not None and not self.too_many:
+            if held is not None:
                 report["identifiers"] = _packed(tuple(sorted(held)))
             reports.append(json.dumps(report))
         return reports
