@@ -14,6 +14,7 @@ from typing import Any
 import pluggy
 import pytest
 
+from synclog import plugin_api as api
 from synclog.capabilities import Capabilities, Schemas
 from synclog.errors import ConfigError
 from synclog.plugins import manager
@@ -213,6 +214,22 @@ def test_the_guide_lists_exactly_the_override_points_of_a_sql_target() -> None:
         listed = set(re.findall(r"^\| `(\w+)", table, re.M))
         listed |= set(re.findall(r"^\| `[^`]+`, `(\w+)", table, re.M))  # two in a row
         assert listed == overridable(cls), cls.__name__
+
+
+def test_the_guide_lists_exactly_what_plugin_api_exports() -> None:
+    """docs/plugins.md's section 10 names every export of `synclog.plugin_api` and nothing else,
+    and every `api.X` in the guide, the official plugins and the example is exported."""
+    root = Path(__file__).parents[1]
+    guide = (root / "docs" / "plugins.md").read_text()
+    section = guide.split("## 10. Everything `plugin_api` exports", 1)[1]
+    listed = {
+        name for row in re.findall(r"^\| (`.+?`) \|", section, re.M) for name in re.findall(r"`(\w+)`", row)
+    }
+    assert listed == set(api.__all__)
+    modules = (p.read_text() for folder in ("plugins", "examples") for p in (root / folder).rglob("*.py"))
+    sources = [guide, *(text for text in modules if "import plugin_api as api" in text)]
+    used = {name for text in sources for name in re.findall(r"\bapi\.(\w+)", text)}
+    assert used - set(api.__all__) == set()
 
 
 def overridable(cls: type) -> set[str]:

@@ -8,25 +8,26 @@ A plugin is built against one version of this API and says so in its entry-point
 
 The core refuses a plugin that declares another version (or none) with one line naming it.
 Names exported here keep their meaning within a plugin API version; anything else under
-`synclog.*` is internal and may change in any release. See docs/plugins.md for the contract.
+`synclog.*` is internal and may change in any release. See docs/plugins.md for the contract;
+its section 10 lists every name exported here.
 """
 
 from synclog.capabilities import Capabilities, Casefold, FileFormat, Schemas, Staging
 from synclog.config import DEFAULT_RETENTION_DAYS
 from synclog.errors import ConfigError, InputError, Outage, SynclogError, TargetError, first_line, outages
 from synclog.naming import LineageDataset, Relation, check_name, lineage_namespace
-from synclog.plugins.hookspecs import API_ATTRIBUTE, PLUGIN_API_VERSION, TargetRegister, hookimpl, registering
+from synclog.plugins.hookspecs import PLUGIN_API_VERSION, TargetRegister, hookimpl, registering
 from synclog.spark import spark_session
 from synclog.storage.files import by_name, published, write_frame
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
 from synclog.targets import sql_statements
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
-from synclog.targets.contract import LAYOUT_METHODS, WRITE_METHODS, missing_methods, required_methods
+from synclog.targets.contract import LAYOUT_METHODS
 from synclog.targets.export import rows_batch, write_batches
 from synclog.targets.literals import plain_text
 from synclog.targets.rows import Rows
-from synclog.targets.sql import VERSIONS_TABLE, SqlTarget
+from synclog.targets.sql import SqlTarget
 from synclog.targets.sql_client import DbApiClient, SqlClient
 from synclog.targets.sql_dialect import Params, SqlDialect
 from synclog.targets.sql_loaders import (
@@ -49,15 +50,12 @@ from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.urls import MEMORY, TargetURL
 
 __all__ = [
-    "API_ATTRIBUTE",
     "DEFAULT_RETENTION_DAYS",
     "LAYOUT_METHODS",
     "MEMORY",
     "PLUGIN_API_VERSION",
     "STAGE_NAME",
     "STAGE_PREFIX",
-    "VERSIONS_TABLE",
-    "WRITE_METHODS",
     "Capabilities",
     "Casefold",
     "Column",
@@ -106,13 +104,11 @@ __all__ = [
     "first_line",
     "hookimpl",
     "lineage_namespace",
-    "missing_methods",
     "outages",
     "partitioning_of",
     "plain_text",
     "published",
     "registering",
-    "required_methods",
     "rows_batch",
     "spark_session",
     "sql_statements",
