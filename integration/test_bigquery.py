@@ -213,7 +213,7 @@ class TestBigQuery(TargetConformance):
     def test_parameters_bind_in_order_after_a_with_clause(self, target: BigQueryTarget) -> None:
         rows = target.query("WITH x AS (SELECT ? AS a) SELECT a, ? AS b FROM x WHERE a < ?", [1, 2, 3])
         assert rows.to_pylist() == [{"a": 1, "b": 2}]
-        with pytest.raises(ValueError, match="2 \\? markers but 1 parameters"):
+        with pytest.raises(ValueError, match="more markers than its 1 parameters"):
             target.query("SELECT ?, ?", [1])
 
     def test_read_rows_streams_the_export_page_by_page(
