@@ -49,6 +49,8 @@ TARGETS: dict[str, tuple[str, dict[str, str]]] = {
 }
 LOCAL = ("duckdb", "postgres", "lake", "sqlite")
 """Targets on this machine's own databases; the others run on the clouds' stand-ins."""
+CHUNK_SECONDS_PER_SEQUENCE = 60
+"""A chunk that takes longer than this per sequence is stuck, and fails (about 10 s is usual)."""
 REPORT = HERE / "SOAK.md"
 LOGS = HERE / "soak-logs"
 
@@ -88,7 +90,10 @@ def soak(name: str, sequences: int, chunk: int, until: datetime | None) -> Soake
             "SYNCLOG_MODEL_SEQUENCES": str(min(chunk, sequences - done.sequences)),
             "SYNCLOG_MODEL_STATS": str(stats_path),
         }
+        # The suite's 900 s a test is no limit for a chunk of many sequences on a busy machine.
+        limit = str(CHUNK_SECONDS_PER_SEQUENCE * chunk)
         command = [sys.executable, "-m", "pytest", node, "-x", "-q", "-p", "no:cacheprovider"]
+        command += ["--timeout", limit]
         started = time.perf_counter()
         result = subprocess.run(command, cwd=ROOT, env=run_env, capture_output=True, text=True, check=False)
         done.seconds += time.perf_counter() - started
