@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from synclog.capabilities import Capabilities
 from synclog.errors import ConfigError
 from synclog.naming import Relation
 from synclog.targets.sql_statements import Statement
 from synclog.targets.swaps import delete_insert, insert_missing, merge, partition_replace
+from synclog.targets.swaps.host import SwapHost
 from synclog.targets.tables import TableSpec
 
-if TYPE_CHECKING:
-    from synclog.targets.sql import SqlTarget
-
-Swap = Callable[["SqlTarget", TableSpec, Relation, Relation, Mapping[str, Any] | None], list[Statement]]
+Swap = Callable[[SwapHost, TableSpec, Relation, Relation, Mapping[str, Any] | None], list[Statement]]
 """A strategy: the statements that replace what a filled stage (or a scope) replaces."""
 
 NO_SWAP = (

@@ -4,19 +4,17 @@ INSERT from the stage, committed together in one transaction (`capabilities.tran
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from synclog.naming import Relation
 from synclog.targets import sql_statements as sql
 from synclog.targets.sql_statements import Statement
+from synclog.targets.swaps.host import SwapHost
 from synclog.targets.tables import TableSpec
-
-if TYPE_CHECKING:
-    from synclog.targets.sql import SqlTarget
 
 
 def statements(
-    target: SqlTarget, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
+    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
 ) -> list[Statement]:
     """[lock,] DELETE, INSERT: run in one transaction (`run_swap`)."""
     columns = [target.quote(c) for c in table.column_names()]
@@ -26,7 +24,7 @@ def statements(
 
 
 def lock_and_delete(
-    target: SqlTarget, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
+    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
 ) -> list[Statement]:
     """The target's lock statement where it gives one, then the DELETE of what the load replaces:
     the rows matching `scope`, else those whose replace key a staged row has."""

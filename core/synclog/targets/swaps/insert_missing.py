@@ -6,20 +6,18 @@ replayed, it adds none (a replayed DELETE finds nothing to delete)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from synclog.naming import Relation
 from synclog.targets import sql_statements as sql
 from synclog.targets.sql_statements import Statement
 from synclog.targets.swaps.delete_insert import lock_and_delete
+from synclog.targets.swaps.host import SwapHost
 from synclog.targets.tables import TableSpec
-
-if TYPE_CHECKING:
-    from synclog.targets.sql import SqlTarget
 
 
 def statements(
-    target: SqlTarget, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
+    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
 ) -> list[Statement]:
     """[lock,] DELETE, INSERT … WHERE NOT EXISTS: run in one transaction (`run_swap`)."""
     return [
@@ -29,7 +27,7 @@ def statements(
 
 
 def insert_absent(
-    target: SqlTarget, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
+    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
 ) -> Statement:
     """INSERT the staged rows while the table holds no row of their replace key (or of `scope`)."""
     columns = [target.quote(c) for c in table.column_names()]

@@ -5,22 +5,20 @@ old rows. A replayed MERGE changes nothing by itself."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from synclog.naming import Relation
 from synclog.targets import sql_statements as sql
 from synclog.targets.sql_statements import Statement
+from synclog.targets.swaps.host import SwapHost
 from synclog.targets.tables import TableSpec
-
-if TYPE_CHECKING:
-    from synclog.targets.sql import SqlTarget
 
 DELETE_MARK = "_synclog_delete"
 """The source column that tells a marker row (delete the matching rows) from a staged one."""
 
 
 def statements(
-    target: SqlTarget, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
+    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
 ) -> list[Statement]:
     """The one MERGE."""
     keys = list(scope) if scope else list(table.replace_key)

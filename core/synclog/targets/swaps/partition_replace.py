@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from synclog.errors import ConfigError
 from synclog.naming import Relation
 from synclog.targets.sql_statements import Statement
+from synclog.targets.swaps.host import SwapHost
 from synclog.targets.tables import ColumnType, TableSpec
 
 if TYPE_CHECKING:
     from synclog.targets.base import Cutoffs
-    from synclog.targets.sql import SqlTarget
 
 DAY = "_synclog_day"
 SYNC = "_synclog_sync"
@@ -109,7 +109,7 @@ class Removal:
 
 
 def statements(
-    target: SqlTarget, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
+    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
 ) -> list[Statement]:
     """The rewrite of every partition holding replaced or staged rows (asked first: one query)."""
     q = target.quote
@@ -122,7 +122,7 @@ def statements(
     return rewrite(target, table, relation, removal, stage)[0]
 
 
-def expired_statements(target: SqlTarget, table: TableSpec, cutoffs: Cutoffs) -> tuple[list[Statement], int]:
+def expired_statements(target: SwapHost, table: TableSpec, cutoffs: Cutoffs) -> tuple[list[Statement], int]:
     """Retention's rewrite: the days holding rows older than their sync's cut-off, without them
     (days that expire whole are dropped); and how many rows go."""
     assert table.time_column is not None
@@ -144,7 +144,7 @@ def expired_statements(target: SqlTarget, table: TableSpec, cutoffs: Cutoffs) ->
 
 
 def rewrite(
-    target: SqlTarget, table: TableSpec, relation: Relation, removal: Removal, stage: Relation | None
+    target: SwapHost, table: TableSpec, relation: Relation, removal: Removal, stage: Relation | None
 ) -> tuple[list[Statement], int]:
     """Statements that leave `relation` without the rows `removal` matches and with the staged
     rows, partition by partition; and how many rows they remove."""
@@ -200,7 +200,7 @@ def rewrite(
 
 
 def _rewrite_whole(
-    target: SqlTarget, table: TableSpec, relation: Relation, removal: Removal, stage: Relation
+    target: SwapHost, table: TableSpec, relation: Relation, removal: Removal, stage: Relation
 ) -> list[Statement]:
     """A table that is one partition: its kept rows join the staged ones in the stage (JSON as
     its text, as staged), then the stage's rows replace the table's."""
@@ -222,7 +222,7 @@ def _rewrite_whole(
     ]
 
 
-def replacer(target: SqlTarget) -> PartitionReplacer:
+def replacer(target: SwapHost) -> PartitionReplacer:
     """`target` as the `PartitionReplacer` its capabilities call for (the registry refuses a class
     that is none; this catches one opened without it)."""
     if not isinstance(target, PartitionReplacer):
@@ -230,5 +230,5 @@ def replacer(target: SqlTarget) -> PartitionReplacer:
     return target
 
 
-def _partition(target: SqlTarget, parts: Partitioning, row: str, staged: bool) -> str:
+def _partition(target: SwapHost, parts: Partitioning, row: str, staged: bool) -> str:
     return replacer(target).partition_sql(parts, row, staged)
