@@ -96,10 +96,12 @@ def masked_config(folder: Path, storage: str) -> Path:
 
 
 def masked_demo(folder: Path, target: str, storage: str) -> Path:
-    """Run the demo into `target` with a payload policy (the key in `MASK_KEY_ENV` already);
-    return the synclog.toml it used."""
+    """Run the demo's last five days (three runs of each sync, the failed one among them) into
+    `target` with a payload policy (the key in `MASK_KEY_ENV` already); return the synclog.toml
+    it used."""
     config = masked_config(folder, storage)
-    assert main(["--config", str(config), "demo", "--scale", DEMO_SCALE, "--target", target]) == 0
+    args = ["demo", "--scale", DEMO_SCALE, "--days", "5", "--target", target]
+    assert main(["--config", str(config), *args]) == 0
     return config
 
 
