@@ -35,8 +35,8 @@ def synclog(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """The demo's last five days (three runs of each sync: run 5678 and the two before it) on
-    SQLite: its target URL and what it printed."""
+    """The demo's last five days on SQLite (three runs of each sync; sync 1234's are run 5678 and
+    the two before it): its target URL and what it printed."""
     url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'demo.sqlite'}"
     done = synclog("demo", "--scale", "0.02", "--days", "5", "--target", url)
     assert done.returncode == 0, done.stderr[-3000:]
