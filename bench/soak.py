@@ -192,7 +192,8 @@ def main() -> int:
         "sequences (`python bench/soak.py`, see its docstring; `make soak`). `failing` is 1 when a "
         "chunk found a difference (its shrunk sequence is in the log named below the table), "
         "`timeout` when a chunk ran past its time limit, `error` when a chunk could not run; a "
-        "chunk that did not pass stops its target and its sequences are not counted.\n"
+        "chunk that did not pass stops its target and its sequences are not counted. A run's "
+        "section is named by the time it ended.\n"
     )
     earlier = ""
     if args.add and args.report.exists():
