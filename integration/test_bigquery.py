@@ -110,7 +110,7 @@ class TestBigQuery(TargetConformance):
             waited = time.monotonic() - started
             assert result.pending, result
             assert waited < 300, waited  # Spark staging included; one call alone took 600 s before
-            (kept,) = log.store.all_pending()
+            (kept,) = log.spool.every()
             assert (kept.run, kept.batches, kept.finished) == (run, (0,), False)
 
     def test_log_table_is_partitioned_clustered_and_expires(

@@ -41,7 +41,7 @@ def test_outage_keeps_batches_and_flush_loads_them_once(tmp_path: Path, spark: S
     assert (ended.loaded, ended.pending) == ({}, True)
     # record_rows: a NULL identifier at 3, 9 repeats 8, every 5th (4, 9, …, 39) rejected
     assert ended.statuses == {"succeeded": 30, "rejected": 7, "invalid_null": 1, "invalid_duplicate": 2}
-    (kept,) = down.store.all_pending()
+    (kept,) = down.spool.every()
     assert (kept.batches, kept.finished) == ((0, 1), True)
 
     blocker.unlink()  # the warehouse is back
@@ -65,7 +65,7 @@ def test_writes_reconnect_once_the_warehouse_is_back(tmp_path: Path, spark: Spar
         assert not second.pending
         assert count(log) == 40  # the kept batch went in with the new one
         log.finish(run)
-        assert log.store.all_pending() == []
+        assert log.spool.every() == []
         assert not log.store.has(run)
 
 

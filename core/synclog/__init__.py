@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from synclog.background import BackgroundLog as BackgroundLog
+    from synclog.batches import Write as Write
     from synclog.capabilities import Capabilities as Capabilities
     from synclog.capabilities import Casefold as Casefold
     from synclog.config import Config as Config
@@ -67,6 +68,7 @@ _WHERE = {
     "TargetError": "synclog.errors",
     "TargetSettings": "synclog.targets.base",
     "TargetType": "synclog.targets.base",
+    "Write": "synclog.batches",
     "WriteResult": "synclog.results",
     "hookimpl": "synclog.plugins.hookspecs",
     "stable_id": "synclog.ids",

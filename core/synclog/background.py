@@ -1,33 +1,36 @@
 """`BackgroundLog`: a log for sync engines that never waits on Spark or the warehouse.
 
 `write` takes a batch the engine holds in memory (a list of dicts, a pandas DataFrame, Arrow),
-checks its columns and their types in the engine's process, and queues it in the run store as
-an Arrow file (`RunStore.queue`): it returns once the batch is durable there. One thread of the
-log loads what was queued, in order, through a `SyncLog` on the log's Spark session: the very
-write a `SyncLog.write` makes (values checked, canonical rows kept, staged and swapped).
-`finish` queues the run's end the same way (`RunStore.queue_finish`). `wait` waits for the
-loads; `close` waits for them a bounded time, and so does the interpreter's exit when the log
-was not closed. Even opening returns at once: reading the configuration, importing Spark and the
-warehouse's driver, starting or joining the Spark session and connecting all happen on the
+checks its columns and their types in the engine's process, and puts it in the load queue
+(`synclog.storage.queue`) as an Arrow file: it returns once the batch is durable there. `finish`
+queues the run's end the same way. Who loads them:
+
+- **a loader**, where one serves the storage and target (`synclog loader start`, or
+  `synclog spark start`, which starts one with the warm server; `synclog.loading`): then the
+  engine's process never opens the warehouse nor starts Spark, and `close` and the process's
+  exit wait for nothing. The loader loads every engine's queued batches together, and tells each
+  engine what became of its own (`WriteResult.wait`, `RunResult.wait` wait for that);
+- else **the log itself**: one thread of the log loads what this process queued, in order,
+  through a `SyncLog` on the log's Spark session (queued writes of a turn in one job:
+  `SyncLog.write_all`), the very write a `SyncLog.write` makes. `close` waits for the loads a
+  bounded time, and so does the interpreter's exit when the log was not closed. A target that
+  only one process may open at a time (a DuckDB file) is then held by each engine's process in
+  turn: the log warns once and names the way to run a loader.
+
+Even opening returns at once: reading the configuration, finding the loader, importing Spark and
+the warehouse's driver, starting or joining the Spark session and connecting all happen on the
 log's thread, while the engine sends its first batch.
 
-What a load finds reaches the engine without failing its sync:
+What a load finds reaches the engine without failing its sync (`synclog.loading.drain`): values
+that break a rule refuse that write (its records kept in `<storage>/refused/…`; the write's
+`WriteResult.wait` raises the line naming them, and the run's `RunResult.refused` lists it); a run
+a layout refuses makes `RunResult.wait` raise the InputError; an outage keeps the batches in the
+run store, for the loader's retries or `flush`; anything else (a bug, a bad configuration, Spark
+gone) leaves the work queued and is raised by `wait`, and, from this log's own loads, by the
+engine's next call to the log.
 
-- values that break a rule refuse that write's batches: nothing of them reaches a log table,
-  their records stay in `<storage>/refused/…`, and one line naming the batches, the rule and
-  that place is raised by the write's `WriteResult.wait`, listed in the run's
-  `RunResult.refused`, given as a warning and sent as a `refused_batch` notice
-  (`synclog.queued`);
-- a run a layout refuses (`Layout.admit`: it started before the run its sync's hightouch
-  snapshot holds) has each write refused so, and `RunResult.wait` raises the InputError; the
-  run's end stays in the run store, refused, for `flush` to name;
-- an outage keeps the batches in the run store for `flush`, as it does for any write;
-- anything else (a bug, a bad configuration, Spark gone) leaves the work queued and is raised
-  by the engine's next call to the log, and by `WriteResult.wait` or `RunResult.wait`.
-
-A process that ends (or is killed) before its loads do leaves them queued under its owner tag;
-the next `BackgroundLog` opened on the same storage, and `flush`, load them once that process is
-gone (`synclog.queued.adopt`).
+A process that ends (or is killed) before its own loads leaves them queued; a loader, the next
+`BackgroundLog` opened on the same storage, or `synclog flush` loads them once it is gone.
 
 This module imports none of Spark, Arrow or a warehouse driver itself: `import synclog` and
 `BackgroundLog.open` cost the engine's process a few hundredths of a second.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import threading
 import time
 from collections import deque
@@ -51,18 +55,26 @@ from synclog.model import Run
 from synclog.results import RunResult, WriteResult
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from synclog.batches import Batch
     from synclog.config import Config
     from synclog.privacy import PayloadPolicy
-    from synclog.storage.runstore import Pending, Queued
+    from synclog.storage.outcomes import Outcomes
+    from synclog.storage.queue import LoadQueue, Queued
+    from synclog.storage.spool import Pending
     from synclog.writer import Progress, SyncLog
 
 T = TypeVar("T")
 CLOSE_WAIT_S = 60.0
-"""How long `close`, and the interpreter's exit, wait for the loads by default."""
+"""How long `close`, and the interpreter's exit, wait for the log's own loads by default."""
+WATCH_S = 0.1
+"""How often a log served by a loader looks for the outcomes it waits for."""
+NO_LOADER = (
+    "warning: no loader serves {target}: each engine's process loads its own batches and holds "
+    "the file while it does, so engines at once keep theirs for `synclog flush`; "
+    "`synclog spark start` (or `synclog loader start`) runs one loader for every engine"
+)
 
 
 class BackgroundLog:
@@ -71,7 +83,7 @@ class BackgroundLog:
     >>> with BackgroundLog.open("duckdb:///logs.duckdb") as log:   # returns at once
     ...     log.write(run, batch)      # a list of dicts, a pandas DataFrame, Arrow: durable now
     ...     ended = log.finish(run)    # the run's end, durable now
-    ... # close: the loads end (at most CLOSE_WAIT_S); ended.wait() gives the run's result
+    ... # ended.wait() gives the run's result once it is loaded (by the loader, or by this log)
     """
 
     def __init__(
@@ -84,14 +96,18 @@ class BackgroundLog:
     ) -> None:
         self._opening = (target, config, spark, progress, policy)
         self._log: SyncLog | None = None
+        self._queue: LoadQueue | None = None
+        self._served = False
         self._unusable: BaseException | None = None
         self._ready = threading.Event()
         self._lock = threading.Condition()
         self._work: deque[tuple[Callable[[], Any], Future[Any], bool]] = deque()
+        self._own: dict[Queued, Future[Any]] = {}
+        """This log's own queued items not loaded yet, in order, with what waits for each."""
         self._busy = False
         self._closed = False
         self._failures: list[BaseException] = []
-        self._refused: dict[tuple[int, int], list[str]] = {}
+        self._watcher: _Watcher | None = None
         self._thread = threading.Thread(target=self._run, name="synclog-background", daemon=True)
         self._thread.start()
         atexit.register(self._at_exit)
@@ -114,11 +130,18 @@ class BackgroundLog:
     @property
     def log(self) -> SyncLog:
         """The `SyncLog` the loads go through, once set up (reads through `log.target` belong
-        after `wait`: the loads use its connection)."""
+        after `wait`; where a loader serves the log, the loader has the warehouse: read it with
+        a log of your own)."""
         self._ready.wait()
         if self._log is None:
             raise self._unusable or RuntimeError("the log was not set up")
         return self._log
+
+    @property
+    def served(self) -> bool:
+        """Whether a loader loads what this log queues (see the module's doc)."""
+        self._ready.wait()
+        return self._served
 
     # -- the engine's side -----------------------------------------------------------------------
 
@@ -127,28 +150,27 @@ class BackgroundLog:
 
         Raises InputError when a column is missing or of the wrong type, and ConfigError when
         the sync's layouts or payload policy cannot be written; values are checked by the load
-        (see `WriteResult.wait`). Once the batch is queued, raises what an earlier load raised
-        that no call raised yet. A Spark DataFrame, which this process cannot keep without a
-        Spark job, is written in place, after what was queued before it.
+        (see `WriteResult.wait`). Once the batch is queued, raises what an earlier load of this
+        log raised that no call raised yet. A Spark DataFrame, which this process cannot queue
+        without a Spark job, is written in place, after what was queued before it (where a
+        loader serves the log, it is collected to this process and queued).
         """
         started = time.perf_counter()
         log = self.log
-        from synclog.batches import as_arrow, is_frame
-
-        if is_frame(records, "pyspark"):
-            self._raise_failure()
-            return self._call(lambda: log.write(run, records))
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        from synclog.batches import as_arrow, is_frame
         from synclog.plugins.manager import payload_hooks
         from synclog.records import check_columns
 
-        table = as_arrow(records)
+        if is_frame(records, "pyspark") and not self._served:
+            self._raise_failure()
+            return self._call(lambda: log.write(run, records))
+        table = as_arrow(records.toArrow() if is_frame(records, "pyspark") else records)  # type: ignore[union-attr]
         check_columns(from_arrow_schema(table.schema))
         log.layouts(run.sync_id)
         log.policy(run.sync_id).prepare(run.sync_id, payload_hooks())
-        item = log.store.queue(run, table)
-        future = self._submit(lambda: self._load(run, item, table))
+        future = self._queued(lambda queue, loader: queue.put(run, table, loader), WriteResult)
         self._raise_failure()  # the batch is safe: now what went wrong before may be told
         return WriteResult({}, seconds=time.perf_counter() - started, queued=True, load=future)
 
@@ -158,8 +180,7 @@ class BackgroundLog:
         log = self.log
         policy = log.policy(run.sync_id)
         ended = replace(run, error=policy.redact_message(run.error)) if run.error else run
-        item = log.store.queue_finish(ended)
-        future = self._submit(lambda: self._finish(ended, item))
+        future = self._queued(lambda queue, loader: queue.put_end(ended, loader), RunResult)
         self._raise_failure()  # the run's end is safe: now what went wrong before may be told
         return RunResult(queued=True, load=future)
 
@@ -184,19 +205,32 @@ class BackgroundLog:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for every load queued so far; whether they ended before `timeout` seconds.
-        Raises what a load raised that no call raised yet (a refused batch: see
+        Raises what a load of this log raised that no call raised yet (a refused batch: see
         `WriteResult.wait`)."""
+        if self.served:
+            assert self._watcher is not None
+            return self._watcher.drained(timeout)
         done = self._drained(timeout)
         self._raise_failure()
         return done
 
     def flush(self) -> list[Pending]:
-        """`SyncLog.flush`, after the loads queued so far."""
-        return self._call(lambda: self.log.flush())
+        """What `synclog flush` does, after this log's own loads: load what waits in the queue
+        for a loader (where none runs) or was left by processes that are gone, and what an outage
+        kept; what is still kept."""
+        from synclog.loading.service import flush_queue
+
+        def flush() -> list[Pending]:
+            if not self._served:
+                flush_queue(self.log, self.log.progress)
+            return self.log.flush()
+
+        return self._call(flush)
 
     def close(self, timeout: float | None = CLOSE_WAIT_S) -> None:
-        """Wait at most `timeout` seconds (None: as long as it takes) for the loads, then start
-        no more and close the log: what is left stays queued for the next writer or `flush`."""
+        """Wait at most `timeout` seconds (None: as long as it takes) for this log's own loads,
+        then start no more and close the log: what is left stays queued for the next writer or
+        `flush`. A log a loader serves has nothing to wait for."""
         done = self._drained(timeout)
         self._stop()
         atexit.unregister(self._at_exit)
@@ -224,43 +258,86 @@ class BackgroundLog:
     # -- the loads' side -------------------------------------------------------------------------
 
     def _start(self) -> None:
-        """Open the log (`SyncLog.open`, in its two halves) and load what gone processes left."""
-        from synclog.queued import adopt
+        """Open the log (`SyncLog.open`'s first half), find the loader; without one, start Spark,
+        connect, and load what processes that are gone left queued."""
+        from synclog.loading.lease import LeaseHeld, lease_for
+        from synclog.loading.service import flush_queue
+        from synclog.storage.outcomes import Outcomes
+        from synclog.storage.queue import LoadQueue, target_key
         from synclog.writer import SyncLog
 
         target, config, spark, progress, policy = self._opening
         try:
-            self._log = SyncLog.configured(target, config, spark, progress, policy)
+            log = SyncLog.configured(target, config, spark, progress, policy)
+            key = target_key(log.url)
+            self._queue = LoadQueue(log.config.storage, key)
+            self._served = lease_for(log.config.storage, log.url).holder() is not None
+            if self._served:
+                self._watcher = _Watcher(Outcomes(log.config.storage, key))
+            self._log = log
         except BaseException as exc:
             self._unusable = exc
             raise
         finally:
             self._ready.set()
-        self._log.begin(writes=True)
-        for pending in self._log.store.all_pending():
-            if pending.queued:
-                adopt(self._log, pending.run)
+        if self._served:
+            return
+        if log.connector.capabilities.exclusive:
+            self._warn(NO_LOADER.format(target=log.url))
+        log.begin(writes=True)
+        with contextlib.suppress(LeaseHeld):  # a loader started meanwhile: it loads them
+            flush_queue(log, log.progress)
 
-    def _load(self, run: Run, item: Queued, records: pa.Table) -> WriteResult:
-        from synclog.queued import load_queued
-
-        try:
-            return load_queued(self.log, run, item, records)
-        except InputError as exc:
-            self._refused.setdefault((run.sync_id, run.sync_run_id), []).append(str(exc))
-            raise
-
-    def _finish(self, run: Run, item: Queued) -> RunResult:
-        from synclog.queued import finish_queued
+    def _queued(self, put: Callable[[LoadQueue, str], Queued], kind: type[Any]) -> Future[Any]:
+        """Put an item in the queue for whoever loads it; what waits for its outcome."""
         from synclog.storage.owners import owner
+        from synclog.storage.queue import LOADER
 
-        log, mine = self.log, owner()
-        for left in log.store.queued_of(run):  # writes whose load failed before: again, in order
-            if left.finished is None and left.owner == mine:
-                with contextlib.suppress(InputError):
-                    self._load(run, left, log.store.read_queued(left))
-        result = finish_queued(log, run, item)
-        return replace(result, refused=tuple(self._refused.pop((run.sync_id, run.sync_run_id), ())))
+        queue = self._queue
+        assert queue is not None
+        if self._served:
+            assert self._watcher is not None
+            return self._watcher.watch(put(queue, LOADER), kind)
+        future: Future[Any] = Future()
+        with self._lock:  # queued and listed in one step: the load takes this log's items in order
+            item = put(queue, owner())
+            self._own[item] = future
+        self._submit(self._load_own)
+        return future
+
+    def _load_own(self) -> None:
+        """Load a tick of this log's own queued items (`synclog.loading.drain`); their futures get
+        their outcomes. What a load raises fails the tick's futures and stays queued: the next
+        tick tries it again first."""
+        from synclog.loading.drain import load_tick
+        from synclog.loading.tick import choose
+        from synclog.storage.refused import Refusals
+
+        queue, log = self._queue, self.log
+        assert queue is not None
+        with self._lock:
+            items = list(self._own)
+        tick = choose(queue, items, lambda _: True)
+        if not tick:
+            return
+        taken = [w.item for w in tick.writes] + [e.item for e in tick.ends]
+        try:
+            outcomes = load_tick(log, queue, Refusals(log.config.storage), tick)
+        except BaseException as exc:
+            with self._lock:
+                failed = [self._own[item] for item in taken if not self._own[item].done()]
+            for future in failed:
+                future.set_exception(exc)
+            raise
+        with self._lock:
+            for outcome in outcomes:
+                future = self._own.pop(outcome.item)
+                if future.done():  # an earlier attempt failed it
+                    continue
+                if isinstance(outcome.result, InputError):
+                    future.set_exception(outcome.result)
+                else:
+                    future.set_result(outcome.result)
 
     # -- the thread ------------------------------------------------------------------------------
 
@@ -310,8 +387,8 @@ class BackgroundLog:
         """Start no more loads; cancel those not started; the thread closes the log and ends."""
         with self._lock:
             self._closed = True
-            left = [future for _, future, _ in self._work]
             self._work.clear()
+            left = [future for future in self._own.values() if not future.done()]
             self._lock.notify_all()
         for future in left:  # queued under storage still: the next writer or `flush` loads it
             future.set_exception(SynclogError("the log closed before this load; it stays queued"))
@@ -324,15 +401,62 @@ class BackgroundLog:
             raise failure
 
     def _warn(self, message: str) -> None:
+        """A warning line: to the `progress` callback, else to Python's logging (standard error)."""
         progress = self._opening[3]
         if progress is not None:
             progress(message)
+        else:
+            logging.getLogger("synclog").warning(message)
 
     def _at_exit(self) -> None:
-        """The interpreter ends with the log open: wait a bounded time for its loads."""
+        """The interpreter ends with the log open: wait a bounded time for its own loads."""
         drained = self._drained(CLOSE_WAIT_S)
         self._stop()
         if drained:
             self._thread.join(CLOSE_WAIT_S)  # the log closed before the interpreter goes
         else:
             self._warn("warning: loads still running at exit; the next writer or `synclog flush` loads them")
+
+
+class _Watcher:
+    """Gives the futures of a served log's items the outcomes the loader records for them."""
+
+    def __init__(self, outcomes: Outcomes) -> None:
+        self.outcomes = outcomes
+        self._waiting: dict[Queued, tuple[Future[Any], type[Any]]] = {}
+        self._lock = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="synclog-outcomes", daemon=True)
+        self._thread.start()
+
+    def watch(self, item: Queued, kind: type[Any]) -> Future[Any]:
+        """A future that gets `item`'s outcome (`kind`: WriteResult or RunResult)."""
+        future: Future[Any] = Future()
+        with self._lock:
+            self._waiting[item] = (future, kind)
+            self._lock.notify_all()
+        return future
+
+    def drained(self, timeout: float | None) -> bool:
+        """Wait until every watched item has its outcome; whether that happened in `timeout` s."""
+        with self._lock:
+            return self._lock.wait_for(lambda: not self._waiting, timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._lock.wait_for(lambda: self._waiting)
+                waiting = list(self._waiting.items())
+            for item, (future, kind) in waiting:
+                outcome = self.outcomes.take(item)
+                if outcome is None:
+                    continue
+                if "result" in outcome:
+                    future.set_result(kind.from_dict(outcome["result"]))
+                elif "refused" in outcome:
+                    future.set_exception(InputError(outcome["refused"]))
+                else:
+                    future.set_exception(SynclogError(f"the loader failed: {outcome['failed']}"))
+                with self._lock:
+                    del self._waiting[item]
+                    self._lock.notify_all()
+            time.sleep(WATCH_S)

@@ -14,6 +14,7 @@ session's time zone.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from synclog.errors import InputError, first_line
+from synclog.model import Run
 from synclog.records import INPUT_ARROW_SCHEMA, INPUT_SCHEMA
 
 if TYPE_CHECKING:
@@ -34,13 +36,27 @@ Batch: TypeAlias = "DataFrame | pd.DataFrame | pa.Table | pa.RecordBatch | Seque
 _KNOWN = set(INPUT_SCHEMA.fieldNames())
 
 
+@dataclass(frozen=True)
+class Write:
+    """One write of a run: record results of one or more of its batches (see `SyncLog.write_all`)."""
+
+    run: Run
+    records: Batch
+
+
+def normalized(batch: Batch) -> DataFrame | pa.Table:
+    """`batch` as a Spark DataFrame (naive timestamps read as UTC) or, anything else, as Arrow
+    (`as_arrow`)."""
+    return _naive_as_utc(batch) if isinstance(batch, DataFrame) else as_arrow(batch)
+
+
 def as_frame(batch: Batch, spark: Callable[[], SparkSession]) -> tuple[DataFrame, T.StructType]:
     """`batch` as a Spark DataFrame, and its schema; `spark()` gives the session for anything but a
     Spark DataFrame, whose schema is then known without asking Spark."""
-    if isinstance(batch, DataFrame):
-        frame = _naive_as_utc(batch)
-        return frame, frame.schema
-    table = as_arrow(batch)
+    records = normalized(batch)
+    if isinstance(records, DataFrame):
+        return records, records.schema
+    table = records
     schema = from_arrow_schema(table.schema)
     return spark().createDataFrame(table, schema=schema), schema
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, Window
@@ -16,6 +17,9 @@ from synclog.privacy import PayloadTransform
 from synclog.records import VIOLATION, violation
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+WRITE = "_synclog_write"
+"""The column saying which write of several (their index) a row of record results belongs to:
+one job may hold the writes of many runs (`SyncLog.write_all`). Absent: every row is write 0."""
 
 CANONICAL_COLUMNS = (
     "log_id",
@@ -67,14 +71,15 @@ def canonical_schema() -> T.StructType:
 
 
 def canonical_frame(
-    run: Run,
+    runs: Run | Mapping[int, Run],
     records: DataFrame,
     logged_at: datetime,
     policy: PayloadTransform | None = None,
     error_code_pattern: str = DEFAULT_PATTERN,
     schema: T.StructType | None = None,
 ) -> DataFrame:
-    """The canonical frame for `records` of `run`, plus the `VIOLATION` column.
+    """The canonical frame for `records` of `runs` (the run of each write, by its `WRITE` index),
+    plus the `VIOLATION` and `WRITE` columns.
 
     Columns were checked already (`records.check_columns`); values are checked here, in
     the same pass that computes everything else, so a bad frame costs one Spark job.
@@ -82,8 +87,10 @@ def canonical_frame(
     A payload `policy` rewrites identifiers, payloads and messages first, before the shuffle
     of the identifier checks, so nothing downstream (log ids included) sees the original values;
     the error code is read from the message as the policy left it (`synclog.error_codes`).
-    `status` and `status_message` are the engine's; the identifier checks set `invalid_reason`.
+    `status` and `status_message` are the engine's; the identifier checks set `invalid_reason`,
+    within each write (a run's writes are checked against each other by `SyncLog.finish`).
     """
+    writes = {0: runs} if isinstance(runs, Run) else runs
     schema = schema or records.schema
     present = set(schema.fieldNames())
     fields = F.col("fields") if "fields" in present else F.col("record_payload")
@@ -101,18 +108,21 @@ def canonical_frame(
         F.col("batch_started_at").cast("timestamp").alias("batch_started_at"),
         F.col("batch_completed_at").cast("timestamp").alias("batch_completed_at"),
         violation(schema, show_payloads=policy is None).alias(VIOLATION),
+        (F.col(WRITE) if WRITE in present else F.lit(0)).alias(WRITE),
     )
     if policy is not None:
         shaped = policy.apply(shaped)
     shaped = shaped.withColumn("error_code", error_code(error_code_pattern))
-    counted = shaped.withColumn("_identifier_count", checks.identifier_count())
+    counted = shaped.withColumn("_identifier_count", checks.identifier_count(WRITE))
     occurrence = F.row_number().over(
-        Window.partitionBy("record_identifier", "batch_number").orderBy(*COPY_ORDER)
+        Window.partitionBy(WRITE, "record_identifier", "batch_number").orderBy(*COPY_ORDER)
     )
+    sync_id = per_write(writes, lambda run: run.sync_id).cast("bigint")
+    sync_run_id = per_write(writes, lambda run: run.sync_run_id).cast("bigint")
     return counted.select(
-        _log_id(run, occurrence).alias("log_id"),
-        F.lit(run.sync_id).cast("bigint").alias("sync_id"),
-        F.lit(run.sync_run_id).cast("bigint").alias("sync_run_id"),
+        _log_id(sync_id, sync_run_id, occurrence).alias("log_id"),
+        sync_id.alias("sync_id"),
+        sync_run_id.alias("sync_run_id"),
         "record_identifier",
         "operation",
         "status",
@@ -127,7 +137,23 @@ def canonical_frame(
         "batch_completed_at",
         _instant(logged_at).alias("logged_at"),
         VIOLATION,
+        WRITE,
     )
+
+
+def per_write(writes: Mapping[int, Run], value: Callable[[Run], object]) -> Column:
+    """`value` of each row's write's run: a literal where every write gives the same, else a
+    CASE on `WRITE`."""
+    holders: dict[object, list[int]] = {}
+    for index, run in writes.items():
+        holders.setdefault(value(run), []).append(index)
+    (first, *others) = holders.items()
+    if not others:
+        return F.lit(first[0])
+    chosen = F.when(F.col(WRITE).isin(first[1]), F.lit(first[0]))
+    for given, indexes in others:
+        chosen = chosen.when(F.col(WRITE).isin(indexes), F.lit(given))
+    return chosen
 
 
 def _json_text(schema: T.StructType, name: str, column: Column | None = None) -> Column:
@@ -145,13 +171,13 @@ def _instant(moment: datetime) -> Column:
     return F.timestamp_micros(F.lit((moment - _EPOCH) // timedelta(microseconds=1)))
 
 
-def _log_id(run: Run, occurrence: Column) -> Column:
+def _log_id(sync_id: Column, sync_run_id: Column, occurrence: Column) -> Column:
     """A deterministic id: the same record of the same batch gets the same id on replay."""
     return F.sha2(
         F.concat_ws(
             "\x1f",
-            F.lit(str(run.sync_id)),
-            F.lit(str(run.sync_run_id)),
+            sync_id.cast("string"),
+            sync_run_id.cast("string"),
             F.col("batch_number").cast("string"),
             F.coalesce(F.col("record_identifier"), F.lit("\x00")),
             occurrence.cast("string"),

@@ -118,6 +118,10 @@ class Capabilities:
     """Whether the hightouch layout's `fields` column is written."""
     layouts: tuple[str, ...] = ("census", "hightouch")
     """The layouts the target can hold; the first is written when the config names none."""
+    exclusive: bool = False
+    """Whether only one process at a time may have the target open (a DuckDB file): the loader
+    that serves it (`synclog.loading`) opens it only while it loads, and a `BackgroundLog` that
+    loads its own batches (no loader runs) warns that its engines' processes would take turns."""
 
     def as_rows(self) -> list[tuple[str, str]]:
         """(name, value) pairs, for `synclog plugins` and the generated docs matrix."""

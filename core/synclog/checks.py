@@ -8,9 +8,10 @@ from pyspark.sql import functions as F
 from synclog.model import InvalidReason
 
 
-def identifier_count() -> Column:
-    """How many records of the frame share this record's identifier (a window, one shuffle)."""
-    return F.count(F.lit(1)).over(Window.partitionBy("record_identifier"))
+def identifier_count(*within: str) -> Column:
+    """How many records of the frame (of each group of `within` columns) share this record's
+    identifier (a window, one shuffle)."""
+    return F.count(F.lit(1)).over(Window.partitionBy(*within, "record_identifier"))
 
 
 def invalid_reason(count_column: str) -> Column:

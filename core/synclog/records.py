@@ -116,25 +116,25 @@ def violation(schema: T.StructType, *, show_payloads: bool = True) -> Column:
     return expr
 
 
-def raise_violation(found: str) -> None:
-    """Turn a `VIOLATION` value into the one-line InputError the user sees."""
+def violation_error(found: str) -> InputError:
+    """The one-line InputError the user sees for a `VIOLATION` value."""
     name, _, shown = found.partition(_SEPARATOR)
     if not shown:
-        raise InputError(f"record results: column {name!r} must not be NULL")
+        return InputError(f"record results: column {name!r} must not be NULL")
     value = shown[1:]
     allowed = {
         "operation": ", ".join(o.value for o in Operation),
         "status": ", ".join(s.value for s in InputStatus),
     }
     if value == _HIDDEN:
-        raise InputError(
+        return InputError(
             f"record results: column {name!r} holds invalid JSON (not shown: a payload policy applies)"
         )
     if name in allowed:
-        raise InputError(
+        return InputError(
             f"record results: column {name!r} has unknown value {value!r} (expected one of {allowed[name]})"
         )
-    raise InputError(f"record results: column {name!r} holds invalid JSON, first: {value!r}")
+    return InputError(f"record results: column {name!r} holds invalid JSON, first: {value!r}")
 
 
 def _is_in(name: str, vocabulary: type[Operation] | type[InputStatus]) -> Column:

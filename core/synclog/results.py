@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,26 @@ class WriteResult:
     def records(self) -> int:
         """Records written."""
         return sum(self.statuses.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a loader tells the engine (`synclog.storage.outcomes`)."""
+        return {
+            "statuses": self.statuses,
+            "loaded": self.loaded,
+            "seconds": self.seconds,
+            "pending": self.pending,
+            "passes": self.passes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WriteResult:
+        return cls(
+            dict(data["statuses"]),
+            dict(data["loaded"]),
+            float(data["seconds"]),
+            bool(data["pending"]),
+            dict(data["passes"]),
+        )
 
     def wait(self, timeout: float | None = None) -> WriteResult:
         """This write's result once its load ended (itself when it loaded in place).
@@ -61,6 +83,21 @@ class RunResult:
     """True when the run's end is durable under `storage` and its loads run behind the engine."""
     load: Future[RunResult] | None = field(default=None, repr=False, compare=False)
     """The loads behind the engine, for a queued finish (see `wait`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a loader tells the engine (`synclog.storage.outcomes`)."""
+        return {
+            "statuses": self.statuses,
+            "loaded": self.loaded,
+            "pending": self.pending,
+            "refused": list(self.refused),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunResult:
+        return cls(
+            dict(data["statuses"]), dict(data["loaded"]), bool(data["pending"]), tuple(data["refused"])
+        )
 
     def wait(self, timeout: float | None = None) -> RunResult:
         """This run's result once its loads ended (itself when it finished in place); raises what

@@ -4,37 +4,44 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence, Set
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import TracebackType
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
-from synclog.batches import Batch, as_frame
-from synclog.canonical import canonical_frame, flag_repeated, repeated_batches
-from synclog.config import Config
-from synclog.errors import ConfigError, InputError, TargetError, first_line
+from synclog.batches import Batch, Write, normalized
+from synclog.canonical import WRITE, flag_repeated, repeated_batches
+from synclog.config import Config, SyncSettings
+from synclog.errors import ConfigError, InputError, SynclogError, TargetError, first_line
 from synclog.layouts.base import LayoutContext, Load, Phase
 from synclog.layouts.registry import layout
+from synclog.load_merge import merged, staged_column
 from synclog.model import Run, RunStatus
 from synclog.naming import Relation
 from synclog.notices.notify import Notices
 from synclog.plugins.manager import payload_hooks, registry
 from synclog.privacy import PayloadPolicy
-from synclog.queued import adopt
-from synclog.records import check_columns
+from synclog.records import check_columns, violation_error
 from synclog.results import RunResult, WriteResult
 from synclog.retention import CleanupResult, cleanup
 from synclog.spark import require_reachable, spark_session
-from synclog.storage.runstore import Pending, RunStore, Written
+from synclog.storage.queue import batch_numbers
+from synclog.storage.run_state import RunStates
+from synclog.storage.runstore import RunStore, Written
+from synclog.storage.spool import Pending, Spool
+from synclog.storage.store_task import RunKey
 from synclog.storage.sweep import sweep
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
+from synclog.write_frames import Prepared, canonical_of
 from synclog.write_job import JobResult, StagedRows, run_write_job
 
 Progress = Callable[[str], None]
@@ -42,12 +49,21 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class _Staged:
-    """A batch load the write's job stages: its table, as the target stores it, and its stage."""
+    """A table the write's job stages: the table, as the target stores it, its stage, and the
+    runs whose rows it takes."""
 
     table: TableSpec
     spec: TableSpec
     stage: Relation
     rows: StagedRows
+    runs: frozenset[RunKey]
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """Writes of a job whose records break a rule: the first rule each breaks, by position."""
+
+    violations: dict[int, str]
 
 
 class SyncLog:
@@ -74,10 +90,18 @@ class SyncLog:
         """A payload policy for every sync this log writes, instead of each sync's configured one."""
         self._spark = _reachable(spark, self.config) if spark is not None else None
         self.progress = progress or (lambda _message: None)
-        self.store = RunStore(self.config.storage)
+        states = RunStates(self.config.storage.child("runs"))
+        self.store = RunStore(states)
+        """Validated canonical batches of the runs in progress."""
+        self.spool = Spool(states)
+        """What of each run waits for the target after an outage (`flush`)."""
         self.notices = Notices(self.config, self.progress)
         """Alert notices and OpenLineage events of the runs written (`[notices]`, `alerts`)."""
         self._ensured: set[TableSpec] = set()
+        self.jobs = 0
+        """Spark jobs of writes run so far (one per `write_all`, more where a write was refused)."""
+        self.loads: Counter[str] = Counter()
+        """Loads (a stage swapped in, or rows replaced) made so far, per table."""
         self._loaded: dict[str, str] = {}
         """Per metadata table, the digest of the rows loaded last (loading them again is a no-op)."""
 
@@ -175,92 +199,186 @@ class SyncLog:
         `records` break the contract, and ConfigError when the sync's payload policy needs a
         key the environment lacks.
         """
-        started = time.perf_counter()
-        frame, schema = as_frame(records, lambda: self.spark)
-        return self._write_frame(run, frame, schema, started)
+        (result,) = self.write_all([Write(run, records)])
+        if isinstance(result, InputError):
+            raise result
+        return result
 
-    def _write_frame(self, run: Run, frame: DataFrame, schema: StructType, started: float) -> WriteResult:
-        """`write` of record results as a Spark frame of `schema`, in place; `started` is when
-        the write began (`time.perf_counter`)."""
-        self.layouts(run.sync_id)
+    def write_all(self, writes: Sequence[Write]) -> list[WriteResult | InputError]:
+        """`write` each of `writes` (of any runs of any syncs) in one go: one Spark job validates,
+        keeps and stages them all, and each table takes one swap. What a loader calls for the
+        batches many engines queued.
+
+        Returns, in order, each write's result, or the InputError that refused it: a write whose
+        records break the contract (nothing of it reaches a log table) refuses only itself, and
+        the others are written without it. A ConfigError (a sync's layouts or payload policy
+        cannot be written) is raised. Writes of one run hold different batches (else the later
+        copy of a batch would not be known to replace the earlier one: write them apart)."""
+        started = time.perf_counter()
+        results: dict[int, WriteResult | InputError] = {}
+        prepared: list[Prepared] = []
+        for index, write in enumerate(writes):
+            try:
+                prepared.append(self._prepared(index, write))
+            except InputError as exc:
+                results[index] = exc
+        admitted, firsts = self._admitted(prepared, results)
+        if admitted:
+            results.update(self._write_prepared(admitted, firsts, started))
+        return [results[index] for index in range(len(writes))]
+
+    def _prepared(self, index: int, write: Write) -> Prepared:
+        """`write` checked (its columns, its sync's layouts and payload policy), ready for the job."""
+        sync = write.run.sync_id
+        self.layouts(sync)
+        records = normalized(write.records)
+        schema = records.schema if isinstance(records, DataFrame) else from_arrow_schema(records.schema)
         check_columns(schema)
-        policy = self.policy(run.sync_id)
-        transform = policy.prepare(run.sync_id, payload_hooks())
-        run = _redacted(run, policy)
-        first = not self.store.has(run)
-        if first:
-            self._admit(run)
-        pattern = self.config.sync(run.sync_id).error_code_pattern
-        canonical = canonical_frame(run, frame, datetime.now(UTC), transform, pattern, schema)
+        policy = self.policy(sync)
+        transform = policy.prepare(sync, payload_hooks())
+        batches = None if isinstance(records, DataFrame) else batch_numbers(records)
+        pattern = self.config.sync(sync).error_code_pattern
+        return Prepared(index, _redacted(write.run, policy), records, schema, batches, transform, pattern)
+
+    def _admitted(
+        self, prepared: list[Prepared], results: dict[int, WriteResult | InputError]
+    ) -> tuple[list[Prepared], set[RunKey]]:
+        """The writes whose runs the layouts take (asked at a run's first write: `_admit`; a run
+        refused refuses each of its writes), and the runs whose first write this is."""
+        refused: dict[RunKey, InputError] = {}
+        firsts: set[RunKey] = set()
+        for write in prepared:
+            key = _key(write.run)
+            if key in firsts or key in refused or self.store.has(write.run):
+                continue
+            try:
+                self._admit(write.run)
+                firsts.add(key)
+            except InputError as exc:
+                refused[key] = exc
+        for write in prepared:
+            if _key(write.run) in refused:
+                results[write.index] = refused[_key(write.run)]
+        return [w for w in prepared if _key(w.run) not in refused], firsts
+
+    def _write_prepared(
+        self, writes: list[Prepared], firsts: set[RunKey], started: float
+    ) -> dict[int, WriteResult | InputError]:
+        """The job, swaps and loads of `writes`; each write's result by its index. A write whose
+        records break a rule is refused and the others are written again without it."""
+        runs = {_key(w.run): w.run for w in writes}
+        canonical = canonical_of(writes, lambda: self.spark, datetime.now(UTC))
         passes: dict[str, float] = {}
-        waiting = self.store.pending_of(run)
-        written, loaded = self._write_once(run, canonical, passes)
-        if first:
-            self.notices.started(self, run)
-        if loaded is not None and waiting:
-            rest = sorted(set(waiting.batches) - set(written.batches))
-            more = self._load_or_keep(run, rest, finished=False, passes=passes)
-            loaded = None if more is None else {**loaded, **more}
+        waiting = {key: self.spool.of(run) for key, run in runs.items()}
+        done = self._write_once(writes, runs, canonical, passes)
+        if isinstance(done, _Refused):
+            results: dict[int, WriteResult | InputError] = {}
+            for position, found in done.violations.items():
+                results[writes[position].index] = violation_error(found)
+            rest = [w for position, w in enumerate(writes) if position not in done.violations]
+            if rest:
+                results.update(self._write_prepared(rest, firsts, started))
+            return results
+        written, loaded = done
+        for key in runs.keys() & firsts:
+            self.notices.started(self, runs[key])
+        if loaded is not None:
+            for key, pending in waiting.items():
+                left = sorted(set(pending.batches) - set(written[key].batches)) if pending else []
+                if left:
+                    more = self._load_or_keep([(runs[key], left)], finished=False, passes=passes)[key]
+                    loaded[key] = {**_dict(loaded[key]), **more} if isinstance(more, dict) else None
         seconds = time.perf_counter() - started
-        return WriteResult(written.statuses, loaded or {}, seconds, loaded is None, passes)
+        return {
+            w.index: WriteResult(
+                written[_key(w.run)].counted(w.batches),
+                (loaded or {}).get(_key(w.run)) or {},
+                seconds,
+                loaded is None or loaded.get(_key(w.run)) is None,
+                passes,
+            )
+            for w in writes
+        }
 
     def _write_once(
-        self, run: Run, canonical: DataFrame, passes: dict[str, float]
-    ) -> tuple[Written, dict[str, int] | None]:
+        self, writes: list[Prepared], runs: dict[RunKey, Run], canonical: DataFrame, passes: dict[str, float]
+    ) -> _Refused | tuple[dict[RunKey, Written], dict[RunKey, dict[str, int] | None] | None]:
         """The write's one job, then its swaps and the loads its tasks could not stage.
 
-        Returns what was kept and the rows loaded per table; None when the target failed and
-        the batches wait in the run store for `flush`.
+        Returns the writes refused, or what was kept of each run and the rows loaded per table
+        for each; None when the target failed and the batches wait in the run store for `flush`.
         """
         started = time.perf_counter()
-        ctx = LayoutContext(run, canonical, self.connector.capabilities)
         try:
-            staged = self._open_stages(run, ctx)
+            staged = self._open_stages(writes, runs, canonical)
         except TargetError as exc:
-            written = self._keep_only(run, canonical, passes)
-            self._keep(run, written.batches, finished=False, error=exc)
-            return written, None
+            return self._keep_only(runs, canonical, passes, exc)
         try:
-            written, result = self._kept_job(run, canonical, [s.rows for s in staged])
+            job = self._kept_job(runs, canonical, [s.rows for s in staged])
         except BaseException as exc:
             outage = self._release(staged, exc)
             if outage is None:
                 raise
-            written = self._keep_only(run, canonical, passes)
-            self._keep(run, written.batches, finished=False, error=outage)
-            return written, None
+            return self._keep_only(runs, canonical, passes, outage)
+        if isinstance(job, _Refused):
+            self._release(staged, None)
+            return job
+        written, result = job
         passes["validate, store and stage"] = time.perf_counter() - started
         done = {s.table for s in staged}
         try:
-            loaded = self._swap(staged, result.stages, passes)
-            records = self.store.read(self.spark, run, written.batches)
-            loaded.update(self._load(run, records, Phase.BATCHES, passes, skip=done))
+            relations = self._swap(staged, result.stages, passes)
+            loaded: dict[RunKey, dict[str, int] | None] = {
+                key: {rel: written[key].records for rel, holds in relations.items() if key in holds}
+                for key in runs
+            }
+            parts = [
+                (run, self.store.read(self.spark, run, written[key].batches)) for key, run in runs.items()
+            ]
+            for key, more in self._load_many(
+                [p for p in parts if written[_key(p[0])].batches], Phase.BATCHES, passes, skip=done
+            ).items():
+                loaded[key] = {**(loaded[key] or {}), **more}
         except TargetError as exc:
             self._release(staged, None)
-            self._keep(run, written.batches, finished=False, error=exc)
+            for key, run in runs.items():
+                self._keep(run, written[key].batches, finished=False, error=exc)
             return written, None
         return written, loaded
 
-    def _open_stages(self, run: Run, ctx: LayoutContext) -> list[_Staged]:
-        """A staging relation and a task-side writer for each batch load the write's job can stage."""
+    def _open_stages(
+        self, writes: list[Prepared], runs: dict[RunKey, Run], canonical: DataFrame
+    ) -> list[_Staged]:
+        """A staging relation and a task-side writer for each table whose loads the write's job can
+        stage: one per table, whichever runs load it (`load_merge.staged_column`)."""
         target = self.target
         stages = target.stages()
         if stages is None:
             return []
-        loads = list(self._batch_loads(run, ctx))  # every table ensured before any stage exists
+        positions: dict[RunKey, list[int]] = {}
+        for position, write in enumerate(writes):
+            positions.setdefault(_key(write.run), []).append(position)
+        loads: list[tuple[RunKey, Load]] = []
+        for key, run in runs.items():  # every table ensured before any stage exists
+            ctx = LayoutContext(run, canonical, self.connector.capabilities)
+            loads += [(key, load) for load in self._batch_loads(run, ctx)]
+        tables: dict[TableSpec, list[tuple[RunKey, tuple[Column, ...]]]] = {}
+        for key, load in loads:
+            columns = load.rows.projection_of(canonical)
+            if columns is not None and not load.scope:
+                tables.setdefault(load.table, []).append((key, columns))
         staged: list[_Staged] = []
         try:
-            for load in loads:
-                columns = load.rows.projection_of(ctx.records)
-                if columns is None or load.scope:
-                    continue
-                spec = target.table_spec(load.table)
+            for table, parts in tables.items():
+                spec = target.table_spec(table)
                 stage = stages.open_stage(spec)
                 writer = stages.stage_writer(stage, spec)
                 if writer is None:
                     stages.release_stage(stage)
                     continue
-                staged.append(_Staged(load.table, spec, stage, StagedRows(columns, writer)))
+                column = staged_column([(positions[key], columns) for key, columns in parts], len(writes))
+                holds = frozenset(key for key, _ in parts)
+                staged.append(_Staged(table, spec, stage, StagedRows(column, writer), holds))
         except BaseException as exc:
             self._release(staged, exc)
             raise
@@ -279,13 +397,14 @@ class SyncLog:
 
     def _swap(
         self, staged: list[_Staged], reports: list[list[str]], passes: dict[str, float]
-    ) -> dict[str, int]:
-        """Finish each stage the job filled, swap it into its table, release it."""
-        loaded: dict[str, int] = {}
+    ) -> dict[str, frozenset[RunKey]]:
+        """Finish each stage the job filled, swap it into its table, release it; each table swapped
+        with the runs whose rows it took."""
+        swapped: dict[str, frozenset[RunKey]] = {}
         target = self.target
         stages = target.stages()
         if stages is None:  # nothing was staged
-            return loaded
+            return swapped
         while staged:
             item = staged.pop(0)
             done = reports.pop(0)
@@ -296,10 +415,11 @@ class SyncLog:
             finally:
                 stages.release_stage(item.stage)
             relation = str(target.relation(item.table, item.table.view))
-            loaded[relation] = count
+            self.loads[relation] += 1
+            swapped[relation] = item.runs
             passes[f"load {relation}"] = passes.get(f"load {relation}", 0.0) + time.perf_counter() - started
             self.progress(f"  {relation}: {count:,} rows")
-        return loaded
+        return swapped
 
     def _release(self, staged: list[_Staged], failure: BaseException | None) -> TargetError | None:
         """Drop every stage in `staged`; the outage `failure` (a failed job) amounts to, if any.
@@ -328,25 +448,40 @@ class SyncLog:
             raise refused from None
         return outage
 
-    def _keep_only(self, run: Run, canonical: DataFrame, passes: dict[str, float]) -> Written:
-        """The write's job without stages: validate and keep the batches (the target is down)."""
+    def _keep_only(
+        self, runs: dict[RunKey, Run], canonical: DataFrame, passes: dict[str, float], outage: TargetError
+    ) -> _Refused | tuple[dict[RunKey, Written], None]:
+        """The write's job without stages (the target is down): validate and keep the batches,
+        each run's for `flush`."""
         started = time.perf_counter()
-        written, _ = self._kept_job(run, canonical, [])
+        job = self._kept_job(runs, canonical, [])
+        if isinstance(job, _Refused):
+            return job
+        written, _ = job
         passes["validate and store"] = time.perf_counter() - started
-        return written
+        for key, run in runs.items():
+            self._keep(run, written[key].batches, finished=False, error=outage)
+        return written, None
 
     def _kept_job(
-        self, run: Run, canonical: DataFrame, stages: list[StagedRows]
-    ) -> tuple[Written, JobResult]:
-        """Run the write's job and commit its run-store files; remove them when the job fails."""
-        folder = self.store.begin_write(run)
+        self, runs: dict[RunKey, Run], canonical: DataFrame, stages: list[StagedRows]
+    ) -> _Refused | tuple[dict[RunKey, Written], JobResult]:
+        """Run the write's job and commit its run-store files; remove them when the job fails or
+        a write is refused."""
+        folders = {key: self.store.begin_write(run) for key, run in runs.items()}
         try:
-            types = self._needs_payload_schema(run)
-            result = run_write_job(canonical, self.store.writer(folder), stages, payload_types=types)
+            types = any(self._needs_payload_schema(run) for run in runs.values())
+            self.jobs += 1
+            result = run_write_job(canonical, self.store.writer(folders), stages, payload_types=types)
         except BaseException:
-            self.store.abort_write(folder)
+            for folder in folders.values():
+                self.store.abort_write(folder)
             raise
-        return self.store.commit_write(run, result.store), result
+        if result.violations:
+            for folder in folders.values():
+                self.store.abort_write(folder)
+            return _Refused(result.violations)
+        return self.store.commit_write(runs, result.store), result
 
     def finish(self, run: Run) -> RunResult:
         """Write what needs the whole run (run tables, snapshots, run metadata); forget the run.
@@ -359,22 +494,56 @@ class SyncLog:
         does not grow with the batches before it. Returns the run's records as counted and the
         rows loaded per table (`pending` when the target was down and the run was kept).
         """
-        return self._finish(run, {})
+        (result,) = self.finish_all([run])
+        if isinstance(result, InputError):
+            raise result
+        return result
 
-    def _finish(self, run: Run, passes: dict[str, float]) -> RunResult:
-        run = _redacted(run, self.policy(run.sync_id))
-        if self.store.state(run) is None:
-            self._admit(run)
-        flagged = self._flag_repeated(run)
-        waiting = self.store.pending_of(run)
-        batches = sorted({*flagged, *(waiting.batches if waiting else ())})
-        statuses = self.store.statuses(run)  # before the load forgets the run
-        accepted = self.store.accepted(run)
-        if run.status is RunStatus.FAILED and accepted:
-            run = replace(run, status=RunStatus.PARTIAL)
-        loaded = self._load_or_keep(run, batches, finished=True, passes=passes)
-        self.notices.finished(self, run, statuses, accepted)
-        return RunResult(statuses, loaded or {}, pending=loaded is None)
+    def finish_all(self, runs: Sequence[Run]) -> list[RunResult | InputError]:
+        """`finish` each of `runs` (of any syncs) in one go: the run-level rows their layouts
+        build on the driver go to each table in one load. Returns, in order, each run's result,
+        or the InputError of a run a layout refuses (it stays kept, see `flush`). Runs of one
+        sync finish one after the other, in order (a run's snapshot is the next one's past)."""
+        return self._finish_all(runs, {})
+
+    def _finish_all(self, runs: Sequence[Run], passes: dict[str, float]) -> list[RunResult | InputError]:
+        results: dict[int, RunResult | InputError] = {}
+        for round_ in _one_per_sync(runs):
+            results.update(self._finish_round({index: runs[index] for index in round_}, passes))
+        return [results[index] for index in range(len(runs))]
+
+    def _finish_round(
+        self, runs: dict[int, Run], passes: dict[str, float]
+    ) -> dict[int, RunResult | InputError]:
+        results: dict[int, RunResult | InputError] = {}
+        ending: list[tuple[int, Run, list[int], dict[str, int], int]] = []
+        for index, given in runs.items():
+            run = _redacted(given, self.policy(given.sync_id))
+            try:
+                if not self.store.known(run):
+                    self._admit(run)
+            except InputError as exc:
+                results[index] = exc
+                continue
+            flagged = self._flag_repeated(run)
+            waiting = self.spool.of(run)
+            batches = sorted({*flagged, *(waiting.batches if waiting else ())})
+            statuses = self.store.statuses(run)  # before the load forgets the run
+            accepted = self.store.accepted(run)
+            if run.status is RunStatus.FAILED and accepted:
+                run = replace(run, status=RunStatus.PARTIAL)
+            ending.append((index, run, batches, statuses, accepted))
+        loaded = self._load_or_keep(
+            [(run, batches) for _, run, batches, _, _ in ending], finished=True, passes=passes
+        )
+        for index, run, _, statuses, accepted in ending:
+            done = loaded[_key(run)]
+            if isinstance(done, InputError):
+                results[index] = done
+                continue
+            self.notices.finished(self, run, statuses, accepted)
+            results[index] = RunResult(statuses, done or {}, pending=done is None)
+        return results
 
     def _flag_repeated(self, run: Run) -> tuple[int, ...]:
         """Flag DUPLICATE the records of identifiers that several batches of the run hold, where
@@ -389,7 +558,10 @@ class SyncLog:
             repeated = tuple(sorted(repeated_batches(identifiers)))
         if repeated:
             records = self.store.read(self.spark, run, repeated)
-            self._keep_only(run, flag_repeated(records, identifiers), {})
+            flagged = flag_repeated(records, identifiers)
+            job = self._kept_job({_key(run): run}, flagged.withColumn(WRITE, F.lit(0)), [])
+            if isinstance(job, _Refused):  # the run's own kept rows: they broke no rule when kept
+                raise SynclogError(f"run {run.sync_run_id}: kept rows refused when flagged again")
         return repeated
 
     def write_run(self, run: Run, records: Batch) -> WriteResult:
@@ -397,25 +569,27 @@ class SyncLog:
         started = time.perf_counter()
         result = self.write(run, records)
         passes = dict(result.passes)
-        ended = self._finish(run, passes)
+        (ended,) = self._finish_all([run], passes)
+        if isinstance(ended, InputError):
+            raise ended
         loaded = {**result.loaded, **ended.loaded}
         return WriteResult(result.statuses, loaded, time.perf_counter() - started, ended.pending, passes)
 
-    def flush(self) -> list[Pending]:
-        """Load what earlier writes kept because the target was down, and what `BackgroundLog`s
-        of processes that are gone left queued, oldest run first; return what is still kept. A run
-        a layout refuses (an InputError: it started before the run its sync's hightouch snapshot
-        holds) stays kept, with the reason (`Pending.refused`)."""
-        for pending in self.store.all_pending():
-            try:
-                if pending.queued:
-                    adopt(self, pending.run)
-                waiting = self.store.pending_of(pending.run)
-                if waiting is not None and not waiting.queued:
-                    self._load_or_keep(waiting.run, waiting.batches, finished=waiting.finished)
-            except InputError as exc:
-                self.progress(f"warning: run {pending.run.sync_run_id} of sync {pending.run.sync_id}: {exc}")
-        return self.store.all_pending()
+    def flush(self, kept: Sequence[Pending] | None = None) -> list[Pending]:
+        """Load what earlier writes kept because the target was down (`kept`: these runs only),
+        oldest run first; return what is still kept. A run a layout refuses (an InputError: it
+        started before the run its sync's hightouch snapshot holds) stays kept, with the reason
+        (`Pending.refused`). What
+        `BackgroundLog`s queued is the loader's (`synclog.loading`): `synclog flush` loads that
+        too."""
+        for pending in self.spool.every() if kept is None else kept:
+            done = self._load_or_keep([(pending.run, pending.batches)], finished=pending.finished)
+            refused = done[_key(pending.run)]
+            if isinstance(refused, InputError):
+                self.progress(
+                    f"warning: run {pending.run.sync_run_id} of sync {pending.run.sync_id}: {refused}"
+                )
+        return self.spool.every()
 
     def _admit(self, run: Run) -> None:
         """Refuse (InputError) a run a layout of its sync cannot take, before anything of it is
@@ -434,35 +608,45 @@ class SyncLog:
 
     def _load_or_keep(
         self,
-        run: Run,
-        batches: Sequence[int],
+        runs: Sequence[tuple[Run, Sequence[int]]],
         *,
         finished: bool,
         passes: dict[str, float] | None = None,
-    ) -> dict[str, int] | None:
-        """Load `batches` (and the run-level tables once `finished`); when the target fails (a
-        TargetError: an outage), keep them in the run store for `flush` and return None, so the
-        sync itself never fails. Any other error is not an outage and is raised.
+    ) -> dict[RunKey, dict[str, int] | InputError | None]:
+        """Load each run's `batches` (and its run-level tables once `finished`); when the target
+        fails (a TargetError: an outage), keep them in the run store for `flush` (None for that
+        run), so the sync itself never fails. A finished run a layout refuses stays kept, refused
+        (its InputError). Any other error is not an outage and is raised.
         Each table load's seconds are added to `passes`."""
         passes = {} if passes is None else passes
+        loaded: dict[RunKey, dict[str, int] | InputError | None] = {_key(run): {} for run, _ in runs}
         try:
-            loaded = {}
-            if batches:
-                records = self.store.read(self.spark, run, batches)
-                loaded.update(self._load(run, records, Phase.BATCHES, passes))
-            self.store.clear_pending(run)
+            parts = [(run, self.store.read(self.spark, run, batches)) for run, batches in runs if batches]
+            for key, more in self._load_many(parts, Phase.BATCHES, passes).items():
+                loaded[key] = {**_dict(loaded[key]), **more}
+            for run, _ in runs:
+                self.spool.clear(run)
             if finished:
-                try:
-                    self._admit(run)
-                    loaded.update(self._load(run, self.store.read(self.spark, run), Phase.RUN, passes))
-                except InputError as exc:  # refused: the run stays whole in the store, for flush
-                    self.store.mark_pending(run, (), finished=True, refused=str(exc))
-                    raise
-                self.store.drop(run)
+                admitted = []
+                for run, _ in runs:
+                    try:
+                        self._admit(run)
+                        admitted.append(run)
+                    except InputError as exc:  # refused: the run stays whole in the store, for flush
+                        self.spool.mark(run, (), finished=True, refused=str(exc))
+                        loaded[_key(run)] = exc
+                whole = [(run, self.store.read(self.spark, run)) for run in admitted]
+                for key, more in self._load_many(whole, Phase.RUN, passes).items():
+                    loaded[key] = {**_dict(loaded[key]), **more}
+                for run in admitted:
+                    self.store.drop(run)
             return loaded
         except TargetError as exc:
-            self._keep(run, batches, finished=finished, error=exc)
-            return None
+            for run, batches in runs:
+                if not isinstance(loaded[_key(run)], InputError):
+                    self._keep(run, batches, finished=finished, error=exc)
+                    loaded[_key(run)] = None
+            return loaded
 
     def _keep(self, run: Run, batches: Sequence[int], *, finished: bool, error: TargetError) -> None:
         """The target failed (an outage): keep `batches` in the run store for `flush`, or raise
@@ -470,7 +654,7 @@ class SyncLog:
         if not self.config.keep_on_target_failure:
             raise error
         self._forget_connection()
-        kept = self.store.mark_pending(run, batches, finished=finished)
+        kept = self.spool.mark(run, batches, finished=finished)
         self.progress(
             f"warning: {self.url} failed ({first_line(error)}); kept {len(kept.batches)} "
             f"batch(es) of run {run.sync_run_id} in {self.store.root} for `synclog flush`"
@@ -506,43 +690,53 @@ class SyncLog:
                 )
         return chosen
 
-    def _load(
+    def _load_many(
         self,
-        run: Run,
-        records: DataFrame,
+        parts: Sequence[tuple[Run, DataFrame]],
         phase: Phase,
         passes: dict[str, float],
         skip: Set[TableSpec] = frozenset(),
-    ) -> dict[str, int]:
-        """Load each table of each layout's loads of `phase` but those in `skip`."""
-        settings = self.config.sync(run.sync_id)
-        loaded: dict[str, int] = {}
+    ) -> dict[RunKey, dict[str, int]]:
+        """Load each table of each layout's loads of `phase` for each run (with its `records`)
+        but those in `skip`: a table's loads of several runs as few loads as can be
+        (`load_merge.merged`). The rows loaded per table, for each run."""
+        loaded: dict[RunKey, dict[str, int]] = {_key(run): {} for run, _ in parts}
         with ExitStack() as reads:
+            tables: dict[TableSpec, list[tuple[Run, Load]]] = {}
+            for run, records in parts:
+                settings = self.config.sync(run.sync_id)
 
-            def previous(table: TableSpec) -> DataFrame | None:
-                if not settings.table(table.view or table.name).enabled:
-                    return None
-                return reads.enter_context(self.target.read_rows(table, run.sync_id, self.spark))
+                def previous(
+                    table: TableSpec, settings: SyncSettings = settings, sync: int = run.sync_id
+                ) -> DataFrame | None:
+                    if not settings.table(table.view or table.name).enabled:
+                        return None
+                    return reads.enter_context(self.target.read_rows(table, sync, self.spark))
 
-            types = self.store.payload_schema(run) if phase is Phase.RUN else None
-            ctx = LayoutContext(run, records, self.target.capabilities, previous, types)
-            for name in self.layouts(run.sync_id):
-                for load in phase.loads(layout(name), ctx):
-                    table = load.table
-                    if table in skip or not settings.table(table.view or table.name).enabled:
-                        continue
-                    self._ensure(table)
-                    relation = str(self.target.relation(table, table.view))
-                    digest = load.rows.digest
+                types = self.store.payload_schema(run) if phase is Phase.RUN else None
+                ctx = LayoutContext(run, records, self.target.capabilities, previous, types)
+                for name in self.layouts(run.sync_id):
+                    for load in phase.loads(layout(name), ctx):
+                        table = load.table
+                        if table not in skip and settings.table(table.view or table.name).enabled:
+                            tables.setdefault(table, []).append((run, load))
+            for table, loads in tables.items():
+                self._ensure(table)
+                relation = str(self.target.relation(table, table.view))
+                for one in merged(table, loads):
+                    digest = one.rows.digest
                     if digest is not None and table.run_metadata and self._loaded.get(relation) == digest:
                         continue  # the same metadata rows as this table's last load: it holds them
                     started = time.perf_counter()
-                    loaded[relation] = self.target.replace_rows(table, load.rows, load.scope or None)
+                    count = self.target.replace_rows(table, one.rows, one.scope or None)
+                    self.loads[relation] += 1
                     step = f"{phase.value} {relation}"
                     passes[step] = passes.get(step, 0.0) + time.perf_counter() - started
                     if digest is not None:
                         self._loaded[relation] = digest
-                    self.progress(f"  {relation}: {loaded[relation]:,} rows")
+                    self.progress(f"  {relation}: {count:,} rows")
+                    for run, given in one.runs:
+                        loaded[_key(run)][relation] = count if given < 0 else given
         return loaded
 
     def cleanup(self, now: datetime | None = None) -> CleanupResult:
@@ -571,6 +765,28 @@ def _reachable(spark: SparkSession, config: Config) -> SparkSession:
     """`spark`, once it is known that its executors reach `storage` (else ConfigError)."""
     require_reachable(config.storage, spark, "storage")
     return spark
+
+
+def _key(run: Run) -> RunKey:
+    return (run.sync_id, run.sync_run_id)
+
+
+def _dict(value: dict[str, int] | InputError | None) -> dict[str, int]:
+    return value if isinstance(value, dict) else {}
+
+
+def _one_per_sync(runs: Sequence[Run]) -> list[list[int]]:
+    """The positions of `runs` in rounds that hold each sync at most once, in order."""
+    rounds: list[list[int]] = []
+    for index, run in enumerate(runs):
+        after = max(
+            (n + 1 for n, round_ in enumerate(rounds) for i in round_ if runs[i].sync_id == run.sync_id),
+            default=0,
+        )
+        if after == len(rounds):
+            rounds.append([])
+        rounds[after].append(index)
+    return rounds
 
 
 def _redacted(run: Run, policy: PayloadPolicy) -> Run:

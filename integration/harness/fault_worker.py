@@ -133,7 +133,7 @@ def write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         for batch in range(request["batches"]):
             pending |= log.write(run, make_records(spark, [r for r in rows if r[5] == batch])).pending
         log.finish(run)
-        pending |= log.store.pending_of(run) is not None
+        pending |= log.spool.of(run) is not None
     return {"pending": pending}
 
 

@@ -21,6 +21,8 @@ from synclog.errors import ConfigError
 from synclog.ids import id_of
 from synclog.inputs import read_records
 from synclog.layouts.registry import LAYOUTS
+from synclog.loading.lease import LeaseHeld
+from synclog.loading.service import flush_queue
 from synclog.model import Run
 from synclog.plugins.manager import registry
 from synclog.result_files import OUT_SUFFIXES
@@ -193,15 +195,22 @@ def _warn(message: str) -> None:
 
 
 def run_flush(args: argparse.Namespace) -> int:
-    """`synclog flush`: retry the loads that failed while the target was down, and load what
-    `BackgroundLog`s of ended processes left queued.
+    """`synclog flush`: load what waits in the queue for a loader (none runs) or was left there
+    by engines that ended, and retry the loads that failed while the target was down. Where a
+    loader runs, it does both itself: flush says so and loads nothing.
 
     Exits 1 while runs still wait for the target, 2 when a layout refused a run (it stays kept,
     and each is named with the reason)."""
     with open_log(args, progress=print) as log:
-        before = len(log.store.all_pending())
-        still = log.flush()
-    print(f"flushed {before - len(still)} of {before} kept run(s)")
+        try:
+            queued = flush_queue(log, print)
+        except LeaseHeld as exc:
+            print(f"{exc}: it loads what is queued and retries what is kept")
+            still = log.spool.every()
+        else:
+            before = len(log.spool.every())
+            still = log.flush()
+            print(f"loaded {queued} queued item(s); flushed {before - len(still)} of {before} kept run(s)")
     refused = [p for p in still if p.refused]
     for pending in refused:
         print(

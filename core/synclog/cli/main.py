@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every synclog command."""
-    from synclog.cli import commands, demo, spark
+    from synclog.cli import commands, demo, loader, spark
 
     parser = _Parser(
         prog="synclog",
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(subs)
     commands.add_parsers(subs)
     spark.add_parser(subs)
+    loader.add_parser(subs)
     return parser
 
 

@@ -74,7 +74,7 @@ _SECURITY_HEADERS = {
 class Viewer:
     """The target the pages read, used by one request at a time.
 
-    A target whose open connection keeps writers out (`Target.exclusive`: a DuckDB file) is
+    A target whose open connection keeps writers out (`Capabilities.exclusive`: a DuckDB file) is
     opened for each request and closed after it, so that a writer (the demo, `synclog write`)
     can take it between page views; other targets keep their connection (and connect again
     after a failure).
@@ -102,7 +102,7 @@ class Viewer:
             per_request = False
             try:
                 target = self.connector.target
-                per_request = target.exclusive
+                per_request = self.connector.capabilities.exclusive
                 yield target
             except TargetError:
                 self.connector.reset()

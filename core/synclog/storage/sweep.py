@@ -7,12 +7,12 @@ owner is gone:
     staging/<owner>/...                  load staging files          removed
     exports/<owner>/...                  read-back exports           removed
     runs/<sync>/<run>/w-…@<owner>/...    a run-store write's files   removed unless run.json names them
-    runs/<sync>/<run>/q-….arrow@<owner>  a queued batch              removed unless run.json names it
     runs/<sync>/<run>/.run.json.…@<owner>.tmp   an unpublished manifest   removed
+    queue/…/.<item>.…@<owner>.tmp        a queued item being published    removed
 
 A run's `run.json` and the files it names are the run store itself (batches waiting for the
-run's next write, `finish` or `flush`, or queued for a load behind the engine that the next
-writer takes over), never leftovers. Live writers' files are left alone.
+run's next write, `finish` or `flush`), and the queue's items wait for their loads
+(`synclog.storage.queue`): never leftovers. Live writers' files are left alone.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pyarrow.fs as pafs
 
 from synclog.storage.location import Location
 from synclog.storage.owners import gone, tag_of
-from synclog.storage.runstore import STATE, RunStore
+from synclog.storage.run_state import STATE, RunStates
 
 AREAS = ("staging", "exports")
 """Folders of `storage` whose subfolders are each one process's (named by its owner tag)."""
@@ -50,30 +50,32 @@ def sweep(storage: Location) -> list[str]:
                 with contextlib.suppress(FileNotFoundError):
                     fs.delete_dir(storage.path(f"{area}/{tag}"))
                 removed.append(f"{area}/{tag}")
-    store = RunStore(storage)
+    states = RunStates(storage.child("runs"))
     runs: dict[str, list[pafs.FileInfo]] = {}  # the files of each <sync>/<run> folder
-    for info in _listing(fs, store.location.root, recursive=True):
-        inside = posixpath.relpath(info.path, store.location.root).split("/")
+    for info in _listing(fs, states.location.root, recursive=True):
+        inside = posixpath.relpath(info.path, states.location.root).split("/")
         if len(inside) > 2 and info.type == pafs.FileType.File:
-            runs.setdefault(posixpath.join(store.location.root, *inside[:2]), []).append(info)
+            runs.setdefault(posixpath.join(states.location.root, *inside[:2]), []).append(info)
     for folder, found in runs.items():
-        removed.extend(_sweep_run(fs, storage, store, folder, found, now))
+        removed.extend(_sweep_run(fs, storage, states, folder, found, now))
+    queued = {posixpath.dirname(i.path) for i in _listing(fs, storage.path("queue"), recursive=True)}
+    for folder in sorted(queued):
+        removed.extend(storage.relative(path) for path in sweep_scratch(fs, folder))
     return removed
 
 
 def _sweep_run(
     fs: pafs.FileSystem,
     storage: Location,
-    store: RunStore,
+    states: RunStates,
     folder: str,
     found: list[pafs.FileInfo],
     now: datetime,
 ) -> list[str]:
-    state = store._load(posixpath.join(folder, STATE))
+    state = states.read(posixpath.join(folder, STATE))
     named = (
-        {store.location.path(f.path) for files in state.batches.values() for f in files} if state else set()
+        {states.location.path(f.path) for files in state.batches.values() for f in files} if state else set()
     )
-    named |= {store.location.path(item.path) for item in state.queued if item.path} if state else set()
     removed = []
     for info in found:
         if info.path in named or posixpath.basename(info.path) == STATE:

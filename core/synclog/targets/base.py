@@ -161,12 +161,6 @@ class Target(ABC):
         as text): a cast to a string by default; override where a cast does not."""
         return self.cast_sql(expression, ColumnType.STRING)
 
-    @property
-    def exclusive(self) -> bool:
-        """Whether this open connection keeps other processes (a writer) out of the warehouse, so
-        that a reader idle between requests closes it after each (`synclog serve`). False by default."""
-        return False
-
     @classmethod
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:
         """The methods this class must implement to hold `capabilities` (its layouts' calls)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ CAPABILITIES = Capabilities(
     casefold=Casefold.LOWER,
     max_identifier_length=255,
     transactions=True,
+    exclusive=True,
 )
 
 MEMORY_LIMIT = "memory_limit"
@@ -99,11 +101,6 @@ class DuckDBTarget(SqlTarget, FileLoader):
         super().__init__(url, settings, capabilities, DuckDBClient(connection, _OUTAGES, f"DuckDB {path}"))
         self.path = path
 
-    @property
-    def exclusive(self) -> bool:
-        """A DuckDB file is locked by the process that has it open (`:memory:` is nobody else's)."""
-        return self.path != MEMORY
-
     # -- loading: a temporary stage filled from the staged files ------------------------------
 
     def stage_relation(self, relation: Relation) -> Relation:
@@ -138,6 +135,11 @@ def database_path(url: TargetURL) -> str:
     return url.file_path()
 
 
+def _refined(capabilities: Capabilities, url: TargetURL, _settings: TargetSettings) -> Capabilities:
+    """A DuckDB file is locked by the process that has it open; `:memory:` is nobody else's."""
+    return capabilities if url.file_path() != MEMORY else replace(capabilities, exclusive=False)
+
+
 TARGET_TYPE = TargetType(
     name="duckdb",
     schemes=("duckdb",),
@@ -146,4 +148,5 @@ TARGET_TYPE = TargetType(
     opener=DuckDBTarget,
     example_url="duckdb:///synclog.duckdb",
     file_url=True,
+    refine=_refined,
 )

@@ -55,6 +55,11 @@ class Rows:
         """A few rows built on the driver, with exactly `table`'s columns."""
         return cls(spark, _local=pa.Table.from_pylist(list(rows), schema=table.arrow_schema()))
 
+    @classmethod
+    def arrow(cls, spark: SparkSession, table: pa.Table) -> Rows:
+        """Rows built on the driver, as an Arrow table of the table's columns."""
+        return cls(spark, _local=table)
+
     def frame(self) -> DataFrame:
         """The rows as a Spark frame."""
         if self._frame is not None:

@@ -372,7 +372,7 @@ class OutagesConformance(ConformanceBase):
             assert log.write(run, make_records(spark, [r for r in rows if r[5] == 0])).pending
             result = log.write_run(run, make_records(spark, [r for r in rows if r[5] == 1]))
             assert (result.pending, result.records) == (True, 20)
-            (kept,) = log.store.all_pending()
+            (kept,) = log.spool.every()
             assert (kept.batches, kept.finished) == ((0, 1), True)
             with outage.up():
                 assert log.flush() == []

@@ -1,0 +1,8 @@
+"""Loading what engines queue: the loader of a storage and target, and its parts.
+
+lease     one loader per storage and target
+tick      what one load takes from the queue
+drain     loading a tick through a `SyncLog`
+service   the loader's loop (`synclog loader run`), and `flush_queue`
+process   the loader as a background process (`synclog loader start|stop`)
+"""
