@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -19,8 +20,10 @@ from pyspark.sql import SparkSession
 
 from synclog import BackgroundLog, InputError, RunStatus, SynclogError
 from synclog.config import Config, SyncSettings
+from synclog.loading.service import flush_queue
 from synclog.storage.location import Location
-from synclog.storage.runstore import RunStore
+from synclog.storage.queue import LoadQueue, batch_numbers, target_key
+from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_testing.factories import RECORD_COLUMNS, make_records, make_run, record_rows
 
@@ -36,6 +39,13 @@ def batch(number: int, rows: list[tuple[Any, ...]] = ROWS) -> list[dict[str, Any
 
 def where(folder: Path) -> tuple[str, Config]:
     return f"duckdb:///{folder / 'logs.duckdb'}", Config(storage=Location.parse(str(folder / "storage")))
+
+
+def in_queue(folder: Path) -> list[tuple[tuple[int, ...], bool]]:
+    """What waits in the load queue of `where(folder)`: each item's batches, and whether it is an end."""
+    url, config = where(folder)
+    queue = LoadQueue(config.storage, target_key(TargetURL.parse(url)))
+    return [((), True) if i.is_end else (batch_numbers(queue.read(i)[1]), False) for i in queue.items()]
 
 
 @pytest.fixture
@@ -57,7 +67,7 @@ def test_a_batch_is_durable_when_write_returns_and_loads_as_in_place(
     result = ended.wait()
     assert result.statuses == {"succeeded": 22, "rejected": 5, "invalid_null": 1, "invalid_duplicate": 2}
     assert [r.wait().records for r in queued] == [10, 10, 10]
-    assert log.log.store.state(RUN) is None  # loaded and forgotten: nothing queued, nothing kept
+    assert not log.log.store.known(RUN) and in_queue(tmp_path) == []  # loaded and forgotten
     behind_rows = log.log.target.query(LOGGED).to_pylist()
 
     with SyncLog.open(*where(tmp_path / "in-place"), spark) as in_place:
@@ -67,17 +77,25 @@ def test_a_batch_is_durable_when_write_returns_and_loads_as_in_place(
         assert in_place.target.query(LOGGED).to_pylist() == behind_rows
 
 
-def test_the_queue_file_holds_the_batch_as_given(behind: tuple[BackgroundLog, list[str]]) -> None:
-    """What `write` keeps before it returns is the engine's batch itself (checked for its columns only)."""
+def test_the_queue_file_holds_the_batch_as_given(
+    behind: tuple[BackgroundLog, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `write` keeps before it returns is the engine's batch itself (checked for its columns
+    only), with its run."""
     log, _ = behind
     log.wait()  # the log's own start (Spark, the target) is behind it
-    store = log.log.store
-    with store._lock:  # the load cannot dequeue it while it is read
-        log.write(RUN, batch(1))
-        (item,) = store.queued_of(RUN)
-        kept = store.read_queued(item).to_pylist()
-    assert item.batches == (1,)
-    assert [r["record_identifier"] for r in kept] == [r["record_identifier"] for r in batch(1)]
+    gate = threading.Event()
+    original = log.log.write_all
+    monkeypatch.setattr(log.log, "write_all", lambda writes: gate.wait() and original(writes))
+    written = log.write(RUN, batch(1))
+    url, config = where(tmp_path)
+    queue = LoadQueue(config.storage, target_key(TargetURL.parse(url)))
+    (item,) = queue.items()
+    run, kept = queue.read(item)
+    gate.set()
+    assert (run, batch_numbers(kept)) == (RUN, (1,))
+    assert [r["record_identifier"] for r in kept.to_pylist()] == [r["record_identifier"] for r in batch(1)]
+    assert written.wait().records == 10
 
 
 def test_a_refused_batch_names_itself_and_keeps_its_records(behind: tuple[BackgroundLog, list[str]]) -> None:
@@ -101,7 +119,7 @@ def test_a_refused_batch_names_itself_and_keeps_its_records(behind: tuple[Backgr
 
 
 def test_a_load_failure_is_raised_by_the_next_call_and_the_batch_stays_queued(
-    behind: tuple[BackgroundLog, list[str]], monkeypatch: pytest.MonkeyPatch
+    behind: tuple[BackgroundLog, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log, _ = behind
     log.wait()
@@ -109,7 +127,7 @@ def test_a_load_failure_is_raised_by_the_next_call_and_the_batch_stays_queued(
     def broken(*_: Any) -> None:
         raise RuntimeError("a bug in a load")
 
-    monkeypatch.setattr(log.log, "_write_frame", broken)
+    monkeypatch.setattr(log.log, "write_all", broken)
     first = log.write(RUN, batch(0))
     with pytest.raises(RuntimeError, match="a bug in a load"):
         first.wait()
@@ -118,20 +136,20 @@ def test_a_load_failure_is_raised_by_the_next_call_and_the_batch_stays_queued(
     with pytest.raises(RuntimeError, match="a bug in a load"):
         log.wait()  # batch 1's load failed too; each failure is told once
     assert log.wait()
-    assert [q.batches for q in log.log.store.queued_of(RUN)] == [(0,), (1,)]  # nothing lost
+    assert in_queue(tmp_path) == [((0,), False), ((1,), False)]  # nothing lost
     monkeypatch.undo()
     log.finish(RUN).wait()  # finish loads what is still queued first
     assert log.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
 
 
 def test_a_spark_batch_is_written_in_place_after_what_was_queued(
-    behind: tuple[BackgroundLog, list[str]], spark: SparkSession
+    behind: tuple[BackgroundLog, list[str]], tmp_path: Path, spark: SparkSession
 ) -> None:
     log, _ = behind
     log.write(RUN, batch(0))
     in_place = log.write(RUN, make_records(spark, [r for r in ROWS if r[5] == 1]))
     assert not in_place.queued and in_place.records == 10
-    assert log.log.store.queued_of(RUN) == ()  # batch 0 loaded before it
+    assert in_queue(tmp_path) == []  # batch 0 loaded before it
     assert log.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
 
 
@@ -161,12 +179,10 @@ def test_what_a_gone_process_left_queued_is_loaded_once(
     nowhere = {**os.environ, "SPARK_REMOTE": "sc://127.0.0.1:9"}  # its loads could not start anyway
     done = subprocess.run([sys.executable, "-c", WRITER, target, str(storage)], env=nowhere, timeout=300)
     assert done.returncode == 0
-    left = [
-        (q.batches, q.finished is not None) for q in RunStore(Location.parse(str(storage))).queued_of(RUN)
-    ]
-    assert left == [((0,), False), ((1,), False), ((2,), False), ((), True)]
-    if recovery == "flush":
+    assert in_queue(tmp_path) == [((0,), False), ((1,), False), ((2,), False), ((), True)]
+    if recovery == "flush":  # what `synclog flush` does
         with SyncLog.open(*where(tmp_path), spark) as log:
+            assert flush_queue(log, print) == 4
             assert log.flush() == []
             assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     else:
@@ -174,9 +190,10 @@ def test_what_a_gone_process_left_queued_is_loaded_once(
             assert behind.wait()  # its start took them over
             assert behind.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     with SyncLog.open(*where(tmp_path), spark) as log:
-        assert log.flush() == []  # nothing twice
+        assert flush_queue(log, print) == 0 and log.flush() == []  # nothing twice
         assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
-    assert sorted(p for p in storage.rglob("*") if p.is_file()) == []
+    left = sorted(p.relative_to(storage).parts[0] for p in storage.rglob("*") if p.is_file())
+    assert left == ["loaders"]  # the loaders' lock file alone: nothing queued, kept or told
 
 
 def test_close_waits_for_the_loads_and_lets_go_of_the_target(tmp_path: Path, spark: SparkSession) -> None:
@@ -206,22 +223,23 @@ def test_closing_out_of_time_leaves_the_rest_queued(
     log, warnings = behind
     log.wait()
     gate = threading.Event()
-    original = log.log._write_frame
+    original = log.log.write_all
 
     def held(*args: Any) -> Any:
         gate.wait()
         return original(*args)
 
-    monkeypatch.setattr(log.log, "_write_frame", held)
-    first, second = log.write(RUN, batch(0)), log.write(RUN, batch(1))
+    monkeypatch.setattr(log.log, "write_all", held)
+    first = log.write(RUN, batch(0))
+    time.sleep(1)  # batch 0's load is under way: the next one's tick will not hold batch 0
+    second = log.write(RUN, batch(1))
     log.close(timeout=0.2)  # batch 0's load is under way, batch 1's not begun
     assert any("still running after 0 s" in w for w in warnings)
     with pytest.raises(SynclogError, match="the log closed before this load; it stays queued"):
         second.wait()
     gate.set()
     assert first.wait().records == 10  # the load under way ends
-    left = RunStore(Location.parse(str(tmp_path / "storage"))).queued_of(RUN)
-    assert [q.batches for q in left] == [(1,)]  # for the next writer or `flush`
+    assert in_queue(tmp_path) == [((1,), False)]  # for the next writer or `flush`
 
 
 def test_a_refused_run_is_kept_for_flush_and_logged_nowhere(tmp_path: Path, spark: SparkSession) -> None:
@@ -248,8 +266,8 @@ def test_a_refused_run_is_kept_for_flush_and_logged_nowhere(tmp_path: Path, spar
         assert log.log.target.fetch(LOGGED.replace("log_id,", "sync_run_id, log_id,")) == before
         assert log.log.target.fetch(runs) == [(1234, 2, "partial")]
         assert log.log.target.fetch("SELECT sync_run_id FROM hightouch_audit.sync_runs") == [(2,)]
-        assert log.log.store.queued_of(earlier) == ()  # its end is kept as a refused run, not queued
+        assert in_queue(tmp_path) == []  # its end is kept as a refused run, not queued
     with SyncLog.open(url, config, spark) as log:
         (kept,) = log.flush()
-        assert (kept.run.sync_run_id, kept.finished, kept.queued) == (3, True, ())
+        assert (kept.run.sync_run_id, kept.finished) == (3, True)
         assert kept.refused is not None and "before run 2" in kept.refused

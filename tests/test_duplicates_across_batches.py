@@ -12,7 +12,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog.config import Config
-from synclog.storage import runstore
+from synclog.storage import runstore, store_task
+from synclog.storage.run_state import RunStates, unpacked
 from synclog.storage.location import Location
 from synclog.writer import SyncLog
 from synclog_testing.factories import make_records, make_run, record_rows
@@ -97,11 +98,14 @@ def _task_reports(tmp_path: Path, batches: dict[int, list[int]]) -> list[dict[st
 
     import pyarrow as pa
 
-    store = runstore.RunStore(Location.parse(str(tmp_path / "store")))
-    task = store.writer(store.begin_write(make_run())).open(0)
+    run = make_run()
+    store = runstore.RunStore(RunStates(Location.parse(str(tmp_path / "store"))))
+    task = store.writer({(run.sync_id, run.sync_run_id): store.begin_write(run)}).open(0)
     for number, hashes in batches.items():
         rows = pa.record_batch(
             {
+                "sync_id": pa.array([run.sync_id] * len(hashes), pa.int64()),
+                "sync_run_id": pa.array([run.sync_run_id] * len(hashes), pa.int64()),
                 "batch_number": pa.array([number] * len(hashes), pa.int32()),
                 "status": ["succeeded"] * len(hashes),
                 "invalid_reason": pa.nulls(len(hashes), pa.string()),
@@ -116,9 +120,9 @@ def test_a_task_reports_identifier_hashes_only_while_they_are_few(
 ) -> None:
     """The cap counts a task's hashes over all its batches, not per batch: a run of many small
     batches would otherwise send every identifier's hash to the driver."""
-    monkeypatch.setattr(runstore, "TASK_IDENTIFIERS", 6)
+    monkeypatch.setattr(store_task, "TASK_IDENTIFIERS", 6)
     few = _task_reports(tmp_path / "few", {0: [1, 2, 3], 1: [3, 4]})
-    assert [runstore._unpacked(r["identifiers"]) for r in few] == [(1, 2, 3), (3, 4)]
+    assert [unpacked(r["identifiers"]) for r in few] == [(1, 2, 3), (3, 4)]
     many = _task_reports(tmp_path / "many", {0: [1, 2, 3], 1: [4, 5], 2: [6, 7]})  # 7 in all
     assert [r["batch"] for r in many] == [0, 1, 2]
     assert not any("identifiers" in r for r in many)

@@ -37,7 +37,8 @@ from synclog.notices.delivery import SIGNATURE_HEADER, masked, signature
 from synclog.notices.notify import Notices
 from synclog.notices.rules import AlertRules, RunFacts, evaluate, outcome, stale
 from synclog.storage.location import Location
-from synclog.storage.runstore import RunState, RunStore
+from synclog.storage.run_state import RunState, RunStates
+from synclog.storage.runstore import RunStore
 from synclog.tracking import RecordQuery, RunQuery, find_records, find_runs
 from synclog.writer import SyncLog
 from synclog_testing.factories import RECORD_COLUMNS, make_records, make_run, record_rows
@@ -343,7 +344,7 @@ def test_a_run_kept_by_an_earlier_synclog_counts_its_unflagged_succeeded_records
     folder = tmp_path / "runs" / str(run.sync_id) / str(run.sync_run_id)
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps(state))
-    assert RunStore(Location.parse(str(tmp_path))).accepted(run) == 5
+    assert RunStore(RunStates(Location.parse(str(tmp_path / "runs")))).accepted(run) == 5
 
 
 # ---- OpenLineage run cycles, without Spark: events go to the client's file transport

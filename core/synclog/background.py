@@ -104,6 +104,8 @@ class BackgroundLog:
         self._work: deque[tuple[Callable[[], Any], Future[Any], bool]] = deque()
         self._own: dict[Queued, Future[Any]] = {}
         """This log's own queued items not loaded yet, in order, with what waits for each."""
+        self._loading: set[Queued] = set()
+        """Those of them the load under way holds."""
         self._busy = False
         self._closed = False
         self._failures: list[BaseException] = []
@@ -321,15 +323,19 @@ class BackgroundLog:
         if not tick:
             return
         taken = [w.item for w in tick.writes] + [e.item for e in tick.ends]
+        with self._lock:
+            self._loading = set(taken)
         try:
             outcomes = load_tick(log, queue, Refusals(log.config.storage), tick)
         except BaseException as exc:
             with self._lock:
+                self._loading = set()
                 failed = [self._own[item] for item in taken if not self._own[item].done()]
             for future in failed:
                 future.set_exception(exc)
             raise
         with self._lock:
+            self._loading = set()
             for outcome in outcomes:
                 future = self._own.pop(outcome.item)
                 if future.done():  # an earlier attempt failed it
@@ -388,7 +394,7 @@ class BackgroundLog:
         with self._lock:
             self._closed = True
             self._work.clear()
-            left = [future for future in self._own.values() if not future.done()]
+            left = [f for item, f in self._own.items() if item not in self._loading and not f.done()]
             self._lock.notify_all()
         for future in left:  # queued under storage still: the next writer or `flush` loads it
             future.set_exception(SynclogError("the log closed before this load; it stays queued"))

@@ -56,9 +56,11 @@ def load_tick(log: SyncLog, queue: LoadQueue, refusals: Refusals, tick: Tick) ->
         outcomes.append(Outcome(write.item, result))
     ended = log.finish_all([end.run for end in tick.ends])
     for end, done in zip(tick.ends, ended, strict=True):
-        queue.remove(end.item)  # a refused run's end stays in the run store, refused, for `flush`
-        if isinstance(done, RunResult):
+        if isinstance(done, InputError):  # a refused run's end stays in the run store, for `flush`
+            log.spool.mark(end.run, (), finished=True, refused=str(done))
+        else:
             done = RunResult(done.statuses, done.loaded, done.pending, refusals.of(end.run))
+        queue.remove(end.item)
         outcomes.append(Outcome(end.item, done))
     return outcomes
 

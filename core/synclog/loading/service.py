@@ -28,6 +28,7 @@ from synclog.loading.drain import load_tick
 from synclog.loading.lease import lease_for
 from synclog.loading.tick import Tick, choose
 from synclog.storage.outcomes import Outcomes
+from synclog.storage.owners import gone
 from synclog.storage.queue import LoadQueue, Queued, target_key
 from synclog.storage.refused import Refusals
 from synclog.writer import SyncLog
@@ -109,10 +110,12 @@ class Loader:
         except Exception as exc:
             line = _line(exc)
             for item in [w.item for w in tick.writes] + [e.item for e in tick.ends]:
-                self.outcomes.put(item, {"failed": line})
+                if not gone(item.engine):
+                    self.outcomes.put(item, {"failed": line})
             raise
         for outcome in outcomes:
-            self.outcomes.put(outcome.item, outcome.to_dict())
+            if not gone(outcome.item.engine):  # an engine that is gone waits for nothing
+                self.outcomes.put(outcome.item, outcome.to_dict())
         seconds = time.perf_counter() - started
         self._count(tick, seconds, self.log.jobs - jobs, Counter(self.log.loads) - loads)
         return True
