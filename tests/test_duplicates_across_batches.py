@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 
 from synclog.config import Config
 from synclog.storage import runstore, store_task
-from synclog.storage.run_state import RunStates, unpacked
 from synclog.storage.location import Location
+from synclog.storage.run_state import RunStates, unpacked
 from synclog.writer import SyncLog
 from synclog_testing.factories import make_records, make_run, record_rows
 

@@ -328,8 +328,7 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
         @invariant()
         def what_waits_matches_the_model(self) -> None:
             kept = [
-                ((p.run.sync_id, p.run.sync_run_id), p.batches, p.finished)
-                for p in self.log.spool.every()
+                ((p.run.sync_id, p.run.sync_run_id), p.batches, p.finished) for p in self.log.spool.every()
             ]
             assert sorted(kept) == sorted(self.model.pending())
 
