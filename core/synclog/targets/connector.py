@@ -50,6 +50,11 @@ class Connector:
             self._target = self._opener()
         return self._target
 
+    @property
+    def connected(self) -> bool:
+        """Whether the target is open now."""
+        return self._target is not None
+
     def reset(self) -> None:
         """After a failure: close the connection quietly, so the next use connects again."""
         if self._opener is not None and self._target is not None:
