@@ -2,9 +2,11 @@
 
 A few trials of `harness.faults` (the bench, `bench/faults.py`, runs hundreds): a writer is
 killed with SIGKILL at a point of the write path (on DuckDB also once its batches are queued for
-loads behind the engine, none of them loaded), or its connection is cut; a second writer
-flushes and writes the run again; every table must then hold exactly the rows of a write
-without a fault, no staging relation or scratch file may be left, and storage must be empty.
+loads behind the engine, none of them loaded, and a loader in its swap while its engine is still
+queueing), or its connection is cut; a second writer flushes (two at once after a loader's
+kill: one loads, the other holds back) and writes the run again; every table must then hold
+exactly the rows of a write without a fault, no staging relation or scratch file may be left,
+and storage must be empty.
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ def check(outcomes: list[Outcome]) -> None:
 @pytest.mark.duckdb
 def test_duckdb_survives_a_kill_with_staged_files(root: Path, workers: Workers) -> None:
     scenario = DuckDBScenario(root, layouts=("census",))
-    check(trials(scenario, workers, [("kill@point", "load"), ("behind@point", "queued")]))
+    check(
+        trials(
+            scenario, workers, [("kill@point", "load"), ("behind@point", "queued"), ("loader@point", "swap")]
+        )
+    )
 
 
 @pytest.mark.postgres

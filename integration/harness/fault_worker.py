@@ -7,16 +7,22 @@ object per line on standard input, answering with JSON lines on standard output:
     {"op": "write", "config": PATH, "target": URL, "run": {...}, "count": 40, "batches": 2,
      "kill_at": ["swap", 2], "background": false}  -> {"event": "started"} ... {"event": "done", ...}
     {"op": "flush", "config": PATH, "target": URL}
+    {"op": "load", "config": PATH, "target": URL, "items": 3, "kill_at": ...}
 
 A write logs the run's batches one `write` at a time, then `finish`es it, as a sync engine
 does; with `background`, through a `BackgroundLog` (`synclog.background`): each batch a list of
-dicts, queued, and the log closed once its loads end. With `kill_at` = [point, n], the
+dicts, queued, and the log closed once its loads end. A flush is what `synclog flush` does: the
+queue, holding the loader's lease (`lease_held` where another holds it: then nothing more),
+then the runs an outage kept. A load is a loader (`synclog.loading`): it holds the lease, says
+{"event": "serving"}, and loads the queue until it has loaded `items` items, which engine
+processes of the driver's queue meanwhile (`fault_engine.py`). With `kill_at` = [point, n], the
 n-th time the write reaches `point` the worker says {"event": "at", "point": ...} and waits
 (a load behind the engine waits on its own thread): the driver then kills its whole process group
 with SIGKILL (the Python driver, the JVM and its Python workers). The points are places in
 synclog's write path, found by wrapping its methods here (nothing in synclog knows about them):
 
-    queued      a batch (or the run's end) is durable, queued for a load behind the engine
+    queued      a batch (or the run's end) is durable, queued for a load behind the engine (or
+                for the loader)
     validation  the executors validated and stored a batch; the run store has not committed it
     staging     a staging relation exists, empty (SQL targets); a lake load begins
     load        the stage is filled (staged files still under storage); the lake's files are written
@@ -85,12 +91,14 @@ def install_points() -> None:
     """Wrap synclog's write path so that `reach` runs at each named point."""
     from contextlib import suppress
 
+    from synclog.storage.queue import LoadQueue
     from synclog.storage.runstore import RunStore
     from synclog.targets.duckdb import DuckDBTarget
     from synclog.targets.lake import LakeTarget
     from synclog.targets.sql import SqlTarget
 
-    _wrap(RunStore, "_enqueue", "queued", after=True)
+    _wrap(LoadQueue, "put", "queued", after=True)
+    _wrap(LoadQueue, "put_end", "queued", after=True)
     _wrap(RunStore, "_commit", "validation", after=False)
     _wrap(RunStore, "drop", "finish", after=False)
     _wrap(DuckDBTarget, "create_stage", "staging", after=True)
@@ -139,11 +147,37 @@ def write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
 
 def flush(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     from synclog.config import Config
+    from synclog.loading.lease import LeaseHeld
+    from synclog.loading.service import flush_queue
     from synclog.writer import SyncLog
 
     with SyncLog.open(request["target"], Config.load(Path(request["config"])), spark) as log:
+        try:
+            flush_queue(log, lambda _: None)
+        except LeaseHeld:
+            return {"still_pending": 0, "lease_held": True}
         still = log.flush()
     return {"still_pending": len(still)}
+
+
+def load(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    from synclog.config import Config
+    from synclog.loading.service import Loader
+    from synclog.writer import SyncLog
+
+    log = SyncLog.configured(request["target"], Config.load(Path(request["config"])), spark)
+    loader = Loader(log, say=lambda _: None)
+    loader.lease.acquire()
+    try:
+        log.begin(writes=True)
+        say(event="serving")
+        while loader.stats.writes + loader.stats.ends < request["items"]:
+            if not loader.tick():
+                time.sleep(0.05)
+        return {"pending": bool(log.spool.every())}
+    finally:
+        loader.lease.release()
+        log.close()
 
 
 def cleanup(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +188,7 @@ def cleanup(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         return {"deleted": log.cleanup().total}
 
 
-OPS = {"write": write, "flush": flush, "cleanup": cleanup}
+OPS = {"write": write, "flush": flush, "load": load, "cleanup": cleanup}
 WARM_UP_ENV = "SYNCLOG_FAULT_WARM_UP"
 
 

@@ -13,6 +13,10 @@ one fault into it:
     behind@POINT, behind@random   the same, while the writer logs through a `BackgroundLog`
                 (`synclog.background`): batches queued, loads on the log's own thread, the log
                 closed once they end
+    loader@POINT, loader@random   the same, to a loader (`synclog.loading`) while an engine
+                process it serves (`fault_engine.py`) queues the run's batches and goes on
+                queueing; recovery is then two flushes at once, each a loader for a while (one
+                holds the lease, the other must load nothing), and no write again
     cut         the connection to the target is cut mid-write (the loopback forwarder in front
                 of PostgreSQL or S3 closes: open connections reset, new ones refused) and comes
                 back up to 3 s later; the writer keeps running
@@ -60,8 +64,12 @@ from .fault_worker import POINTS, WARM_UP_ENV
 from .processes import free_port
 
 WORKER = Path(__file__).with_name("fault_worker.py")
+ENGINE = Path(__file__).with_name("fault_engine.py")
 KILLS = ("kill", "behind")
 """Faults that kill the writer: in a log that loads in place, or behind the engine."""
+ENGINE_PAUSE_S = 0.3
+"""How long the engine a loader serves waits between its batches (it is still queueing when
+the loader is killed)."""
 READY_TIMEOUT_S = 240.0
 OP_TIMEOUT_S = 600.0
 
@@ -299,7 +307,10 @@ class Scenario(ABC):
         location = Location.parse(target.storage, dict(self.storage_options))
         selector = pafs.FileSelector(location.path(""), recursive=True, allow_not_found=True)
         found = location.filesystem().get_file_info(selector)
-        return sorted(location.relative(i.path) for i in found if i.type == pafs.FileType.File)
+        files = (location.relative(i.path) for i in found if i.type == pafs.FileType.File)
+        return sorted(
+            f for f in files if not (f.startswith("loaders/") and f.endswith(".lock"))
+        )  # a lease's lock
 
     @abstractmethod
     def make_target(self, trial: str, folder: Path) -> str:
@@ -339,7 +350,15 @@ def _switched_off(switch: Switch) -> Iterator[None]:
 class DuckDBScenario(Scenario):
     name = "duckdb"
     layouts = ("census", "hightouch")
-    faults = ("kill@point", "kill@random", "outage", "behind@point", "behind@random")
+    faults = (
+        "kill@point",
+        "kill@random",
+        "outage",
+        "behind@point",
+        "behind@random",
+        "loader@point",
+        "loader@random",
+    )
 
     def make_target(self, trial: str, folder: Path) -> str:
         return f"duckdb:///{folder / 'logs.duckdb'}"
@@ -407,7 +426,16 @@ class DuckDBScenario(Scenario):
 class PostgresScenario(Scenario):
     name = "postgres"
     layouts = ("census", "hightouch")
-    faults = ("kill@point", "kill@random", "cut", "outage", "behind@point", "behind@random")
+    faults = (
+        "kill@point",
+        "kill@random",
+        "cut",
+        "outage",
+        "behind@point",
+        "behind@random",
+        "loader@point",
+        "loader@random",
+    )
 
     def __init__(
         self,
@@ -635,6 +663,8 @@ class Driver:
         self.write_seconds = 10.0
         self.reached_behind: dict[str, int] = {}
         self.behind_seconds = 10.0
+        self.reached_loader: dict[str, int] = {}
+        self.loader_seconds = 10.0
         self._trials = 0
         self._point_turn = 0
         self.run = run_of(7000, 1000)
@@ -662,6 +692,52 @@ class Driver:
 
     def _flush(self, target: TrialTarget) -> dict[str, Any]:
         return {"op": "flush", "target": None, "config": str(target.config), "cwd": str(target.folder)}
+
+    def _serve(
+        self, victim: Worker, target: TrialTarget, run: dict[str, Any], kill_at: tuple[str, int] | None
+    ) -> subprocess.Popen[str]:
+        """`victim` loads the run's items as a loader; an engine process it serves queues them."""
+        items = self.batches + 1
+        victim.send(
+            {
+                "op": "load",
+                "target": None,
+                "config": str(target.config),
+                "items": items,
+                "kill_at": list(kill_at) if kill_at else None,
+                "cwd": str(target.folder),
+            }
+        )
+        serving = victim.next(OP_TIMEOUT_S)
+        if not serving or serving.get("event") != "serving":
+            raise RuntimeError(f"the loader did not start: {serving}; see {victim.log}")
+        command = [sys.executable, str(ENGINE), str(target.config), json.dumps(run)]
+        command += [str(self.count), str(self.batches), str(ENGINE_PAUSE_S)]
+        return subprocess.Popen(
+            command,
+            cwd=target.folder,
+            env={**os.environ, **self.workers.env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def _prepare_loader(self) -> None:
+        """Before the first fault of a loader: a clean run through one, for the points it reaches
+        and its time, which must leave the reference's rows."""
+        target = self.scenario.fresh("reference-loader")
+        victim = self.workers.victim()
+        started = time.perf_counter()
+        engine = self._serve(victim, target, self.run, None)
+        done = victim.next(OP_TIMEOUT_S)
+        _, err = engine.communicate(timeout=OP_TIMEOUT_S)
+        if engine.returncode or not done or done.get("event") != "done" or done.get("pending"):
+            raise RuntimeError(f"the reference load failed: {done}; engine: {err[-2000:]}")
+        self.reached_loader, self.loader_seconds = done["reached"], time.perf_counter() - started
+        if _project(self.scenario.contents(target), self.volatile) != self.reference:
+            raise RuntimeError("a loader left other rows than a write in place")
+        self.workers.give_back(victim)
+        self.scenario.discard(target)
 
     def prepare(self) -> None:
         """Two clean writes of one run: the reference rows, the columns that vary, the points' counts."""
@@ -703,6 +779,17 @@ class Driver:
         clock = _Clock(outcome.phases, started)
         clock.lap("target")
         killed = False
+        if fault.startswith("loader"):
+            self._kill_loader(fault, target, run, outcome, point)
+            clock.lap("fault")
+            self._recover_twice(target, outcome)
+            clock.lap("recovery")
+            self._check(target, outcome)
+            clock.lap("check")
+            outcome.seconds = time.perf_counter() - started
+            if outcome.ok:
+                self.scenario.discard(target)
+            return outcome
         if fault.startswith(KILLS):
             killed = self._kill(fault, target, run, outcome, point)
         elif fault == "cut":
@@ -759,6 +846,52 @@ class Driver:
         outcome.writer = _ending(event)
         self.workers.give_back(victim)
         return False
+
+    def _kill_loader(
+        self, fault: str, target: TrialTarget, run: dict[str, Any], outcome: Outcome, point: str | None
+    ) -> None:
+        """Kill a loader while it loads, its engine still queueing; the engine must end well."""
+        if not self.reached_loader:
+            self._prepare_loader()
+        victim = self.workers.victim()
+        kill_at: tuple[str, int] | None = None
+        delay = 0.0
+        if fault.endswith("@point"):
+            if point is None:
+                offered = [p for p in POINTS if self.reached_loader.get(p)]
+                point = offered[self._point_turn % len(offered)]
+                self._point_turn += 1
+            kill_at = (point, self.random.randint(1, self.reached_loader[point]))
+            outcome.where = f"{point} #{kill_at[1]}"
+        else:
+            delay = self.random.uniform(0.0, self.loader_seconds)
+            outcome.where = f"{delay:.2f}s in"
+        engine = self._serve(victim, target, run, kill_at)
+        event = victim.next(OP_TIMEOUT_S if kill_at else delay)
+        landed = bool(event and event.get("event") == "at") if kill_at else event is None
+        if landed:
+            victim.kill()
+            self.workers.prewarm()
+            outcome.landed, outcome.writer = True, "killed"
+        else:
+            if event and event.get("event") == "at":
+                event = victim.next(OP_TIMEOUT_S)
+            outcome.writer = _ending(event)
+            self.workers.give_back(victim)
+        _, err = engine.communicate(timeout=OP_TIMEOUT_S)
+        if engine.returncode:
+            outcome.writer += (
+                f"; engine: {err.strip().splitlines()[-1] if err.strip() else engine.returncode}"
+            )
+
+    def _recover_twice(self, target: TrialTarget, outcome: Outcome) -> None:
+        """Two flushes at once (the recovery worker's and another's): one loader at a time."""
+        other = self.workers.victim()
+        self.recovery.send(self._flush(target))
+        other.send(self._flush(target))
+        ended = [self.recovery.next(OP_TIMEOUT_S), other.next(OP_TIMEOUT_S)]
+        self.workers.give_back(other)
+        outcome.recovery = ", ".join("lease held" if e and e.get("lease_held") else _ending(e) for e in ended)
 
     def _cut(self, target: TrialTarget, run: dict[str, Any], outcome: Outcome) -> None:
         switch = self.scenario.switch

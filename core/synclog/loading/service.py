@@ -177,7 +177,9 @@ def flush_queue(log: SyncLog, say: Callable[[str], None]) -> int:
     loader = Loader(log, say)
     loader.lease.acquire()
     try:
-        return loader.drain()
+        loaded = loader.drain()
+        loader.outcomes.sweep()
+        return loaded
     finally:
         loader.lease.release()
 

@@ -29,7 +29,6 @@ import posixpath
 import re
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -187,8 +186,3 @@ def batch_numbers(records: pa.Table) -> tuple[int, ...]:
     if not records.num_rows or PARTITION not in records.column_names:
         return ()
     return tuple(sorted(int(n) for n in pc.unique(records.column(PARTITION)).drop_null().to_pylist()))
-
-
-def queued_of(items: list[Queued], run: Run) -> Iterator[Queued]:
-    """The items of `run` among `items`, in order."""
-    return (item for item in items if item.run_key == (run.sync_id, run.sync_run_id))
