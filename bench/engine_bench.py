@@ -422,9 +422,10 @@ def latency_section(found: list[Latency], floors: dict[str, list[float]]) -> str
 
 
 def start_warm(env: dict[str, str]) -> None:
-    """`synclog spark start` (which warms the server up) with `env`'s server folder; not timed."""
+    """`synclog spark start` (which warms the server up) with `env`'s server folder, without a
+    loader (these engines' logs load their own batches); not timed."""
     done = subprocess.run(
-        [sys.executable, "-m", "synclog", "spark", "start"],
+        [sys.executable, "-m", "synclog", "spark", "start", "--no-loader"],
         env=env,
         capture_output=True,
         text=True,

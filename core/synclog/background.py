@@ -233,12 +233,13 @@ class BackgroundLog:
         """Wait at most `timeout` seconds (None: as long as it takes) for this log's own loads,
         then start no more and close the log: what is left stays queued for the next writer or
         `flush`. A log a loader serves has nothing to wait for."""
-        done = self._drained(timeout)
+        served = self._ready.is_set() and self._served
+        done = served or self._drained(timeout)
         self._stop()
         atexit.unregister(self._at_exit)
-        if done:
+        if not served and done:
             self._thread.join()  # it closes the SyncLog (the target's connection) as it ends
-        else:
+        elif not served:
             self._warn(
                 f"warning: loads still running after {timeout:.0f} s; what is left stays queued "
                 f"for the next writer or `synclog flush`"
@@ -416,8 +417,11 @@ class BackgroundLog:
 
     def _at_exit(self) -> None:
         """The interpreter ends with the log open: wait a bounded time for its own loads."""
-        drained = self._drained(CLOSE_WAIT_S)
+        served = self._ready.is_set() and self._served
+        drained = served or self._drained(CLOSE_WAIT_S)
         self._stop()
+        if served:
+            return
         if drained:
             self._thread.join(CLOSE_WAIT_S)  # the log closed before the interpreter goes
         else:

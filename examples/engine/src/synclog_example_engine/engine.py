@@ -51,7 +51,7 @@ class SyncReport:
     logged: RunResult | None
 
 
-def contacts_run(run_uuid: str | None = None, api_url: str | None = None) -> Run:
+def contacts_run(run_uuid: str | None = None, api_url: str | None = None, sync_name: str = SYNC_NAME) -> Run:
     """A new run of the sync, its engine names mapped to synclog's integer ids and kept in `extra`.
 
     Given the API's URL, the destination object says which dataset OpenLineage events name as
@@ -66,7 +66,7 @@ def contacts_run(run_uuid: str | None = None, api_url: str | None = None) -> Run
     return Run(
         org_id=stable_id("example-org"),
         workspace_id=stable_id("example-org/prod"),
-        sync_id=stable_id(SYNC_NAME),
+        sync_id=stable_id(sync_name),
         sync_run_id=stable_id(run_uuid),
         primary_key="email",
         behaviour=Behaviour.UPSERT,
@@ -75,7 +75,7 @@ def contacts_run(run_uuid: str | None = None, api_url: str | None = None) -> Run
         destination=Connection(stable_id("contacts-api"), "HTTP::Connection", "contacts-api"),
         destination_object=contacts,
         started_at=datetime.now(UTC),
-        extra={"sync_name": SYNC_NAME, "run_id": run_uuid},
+        extra={"sync_name": sync_name, "run_id": run_uuid},
     )
 
 
