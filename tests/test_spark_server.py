@@ -1,7 +1,9 @@
-"""`synclog spark start|status|stop`: a warm Spark Connect server that a new process writes through."""
+"""`synclog spark start|status|stop`: a warm Spark Connect server that a new process writes through,
+and the loader of a target that it starts and stops with it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -12,7 +14,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from synclog import spark_server
+from synclog import SynclogError, spark_server
+from synclog.loading import process
+from synclog.loading.lease import lease_for
+from synclog.storage.location import Location
+from synclog.urls import TargetURL
 
 WRITER = """
 import sys
@@ -40,7 +46,12 @@ if sys.argv[3:] == ["linger"]:
 
 def synclog(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "synclog", *args], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "synclog", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=env["HOME"],
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -48,11 +59,18 @@ def synclog(env: dict[str, str], *args: str) -> str:
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """The environment of a process that finds the server in `tmp_path` (never a user's own)."""
+    """The environment of a process that finds the server in `tmp_path` (never a user's own), run
+    from `tmp_path` (its default target and storage are there)."""
     monkeypatch.setenv(spark_server.DIR_ENV, str(tmp_path / "spark"))
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
-    yield clean
-    spark_server.stop()  # whatever the test did, no server outlives it
+    yield {**clean, "HOME": str(tmp_path)}
+    with contextlib.suppress(SynclogError):  # whatever the test did, no loader outlives it
+        process.stop(lease_for(Location.parse(str(tmp_path / ".synclog")), TargetURL.parse(LOADED)))
+    spark_server.stop()  # … nor the server
+
+
+LOADED = "duckdb:///loaded.duckdb"
+"""The target whose loader `spark start` runs (relative to the test's folder)."""
 
 
 def test_a_stale_state_file_is_no_server(env: dict[str, str]) -> None:
@@ -74,12 +92,16 @@ def test_a_stale_state_file_is_no_server(env: dict[str, str]) -> None:
 @pytest.mark.spark
 def test_start_status_write_through_and_stop(env: dict[str, str], tmp_path: Path) -> None:
     assert synclog(env, "spark", "status").startswith("no Spark Connect server")
-    started = synclog(env, "spark", "start", "--master", "local[1]", "--driver-memory", "1g")
+    started = synclog(
+        env, "spark", "start", "--master", "local[1]", "--driver-memory", "1g", "--target", LOADED
+    )
     server = spark_server.running()
     assert server is not None and started.startswith(f"started Spark Connect server at {server.remote}")
-    assert synclog(env, "spark", "start").startswith(
-        f"already running: Spark Connect server at {server.remote}"
-    )
+    loaded = f"loader for duckdb:///{tmp_path / 'loaded.duckdb'} (pid "
+    assert started.splitlines()[1].startswith(f"started {loaded}")
+    again = synclog(env, "spark", "start", "--target", LOADED).splitlines()
+    assert again[0].startswith(f"already running: Spark Connect server at {server.remote}")
+    assert again[1].startswith(f"already running: {loaded}")
     status = synclog(env, "spark", "status")
     assert status.startswith(f"running at {server.remote}, pid {server.pid}, up 0h ")
 
@@ -113,9 +135,9 @@ def test_start_status_write_through_and_stop(env: dict[str, str], tmp_path: Path
         text=True,
     )
     assert lingering.stdout is not None and lingering.stdout.readline().split() == joined
-    assert (
-        synclog(env, "spark", "stop") == f"stopped Spark Connect server at {server.remote} (pid {server.pid})"
-    )
+    stopped = synclog(env, "spark", "stop", "--target", LOADED).splitlines()
+    assert stopped[0].startswith(f"stopped loader for duckdb:///{tmp_path / 'loaded.duckdb'} (pid ")
+    assert stopped[1] == f"stopped Spark Connect server at {server.remote} (pid {server.pid})"
     try:  # pyspark's exit hook would retry its calls to the stopped server for minutes
         _, err = lingering.communicate("\n", timeout=60)
     finally:

@@ -61,6 +61,13 @@ class TargetURL:
             raise ConfigError(f"{self}: name a database file: {forms}")
         return path
 
+    def resolved(self) -> TargetURL:
+        """This URL with a relative database file made absolute, against the working folder (the
+        same tables, whoever names them from where); a URL with a host as it is."""
+        if self.host or not self.path.strip("/") or MEMORY in self.path:
+            return self
+        return replace(self, path="/" + os.path.abspath(self.file_path()))
+
     def with_query(self, **values: str) -> TargetURL:
         """A copy with extra query parameters."""
         return replace(self, query={**self.query, **values})

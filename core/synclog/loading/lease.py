@@ -147,5 +147,6 @@ def lease_for(storage: Location, url: TargetURL) -> Lease:
 
 
 def shown(url: TargetURL) -> str:
-    """The target as people see it: its URL without password or query."""
+    """The target as people see it: its URL without password or query, its file's path whole."""
+    url = url.resolved()
     return f"{url.scheme}://{url.host}{f':{url.port}' if url.port else ''}{url.path}"

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import posixpath
 import re
 import threading
@@ -40,7 +39,7 @@ from synclog.model import Run
 from synclog.storage.files import publish
 from synclog.storage.location import Location
 from synclog.storage.owners import MARK, gone, owner
-from synclog.urls import MEMORY, TargetURL
+from synclog.urls import TargetURL
 
 LOADER = "loader"
 """The `<loader>` of an item that whichever loader serves the storage and target loads."""
@@ -57,10 +56,10 @@ _last_sequence = 0
 def target_key(url: TargetURL) -> str:
     """A name for the target in storage paths: equal for URLs that name the same tables (a
     database file by its absolute path), without its password or its query's values."""
-    path = url.path
-    if not url.host and path.strip("/") and MEMORY not in path:
-        path = os.path.abspath(url.file_path())
-    seen = f"{url.scheme}://{url.user or ''}@{url.host}:{url.port or ''}{path}?{','.join(sorted(url.query))}"
+    url = url.resolved()
+    seen = (
+        f"{url.scheme}://{url.user or ''}@{url.host}:{url.port or ''}{url.path}?{','.join(sorted(url.query))}"
+    )
     return hashlib.sha256(seen.encode()).hexdigest()[:16]
 
 
