@@ -69,6 +69,23 @@ def test_writes_reconnect_once_the_warehouse_is_back(tmp_path: Path, spark: Spar
         assert not log.store.has(run)
 
 
+def test_a_kept_batch_written_again_once_the_warehouse_is_back_waits_no_more(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    """The replay carries the kept batch itself: nothing is left waiting for `flush`."""
+    url, blocker = blocked_url(tmp_path)
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
+    run = make_run()
+    batch = record_rows(run, count=20, batches=1)
+    with SyncLog.open(url, config, spark) as log:
+        assert log.write(run, make_records(spark, batch)).pending
+        assert [p.batches for p in log.spool.every()] == [(0,)]
+        blocker.unlink()
+        assert not log.write(run, make_records(spark, batch)).pending
+        assert log.spool.every() == []
+        assert count(log) == 20
+
+
 def test_a_target_that_fails_mid_run_is_connected_again(tmp_path: Path, spark: SparkSession) -> None:
     config = Config(storage=Location.parse(str(tmp_path / "storage")))
     run = make_run()

@@ -282,12 +282,13 @@ class SyncLog:
         written, loaded = done
         for key in runs.keys() & firsts:
             self.notices.started(self, runs[key])
-        if loaded is not None:
+        if loaded is not None:  # what an outage kept of these runs: loaded now, or marked done
             for key, pending in waiting.items():
-                left = sorted(set(pending.batches) - set(written[key].batches)) if pending else []
-                if left:
-                    more = self._load_or_keep([(runs[key], left)], finished=False, passes=passes)[key]
-                    loaded[key] = {**_dict(loaded[key]), **more} if isinstance(more, dict) else None
+                if pending is None:
+                    continue
+                left = sorted(set(pending.batches) - set(written[key].batches))
+                more = self._load_or_keep([(runs[key], left)], finished=False, passes=passes)[key]
+                loaded[key] = {**_dict(loaded[key]), **more} if isinstance(more, dict) else None
         seconds = time.perf_counter() - started
         return {
             w.index: WriteResult(
