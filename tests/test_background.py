@@ -196,6 +196,28 @@ def test_what_a_gone_process_left_queued_is_loaded_once(
     assert left == ["loaders"]  # the loaders' lock file alone: nothing queued, kept or told
 
 
+def test_without_a_loader_a_log_of_a_file_one_process_opens_at_a_time_says_so_once(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    url, config = where(tmp_path)
+    warnings: list[str] = []
+    with BackgroundLog.open(url, config, spark, progress=warnings.append) as log:
+        log.write(RUN, batch(0))
+        log.finish(RUN)
+        assert not log.served
+    said = [w for w in warnings if "loader" in w]
+    assert said == [
+        f"warning: no loader serves {url}: each engine's process loads its own batches and holds the file "
+        "while it does, so engines at once keep theirs for `synclog flush`; `synclog spark start` (or "
+        "`synclog loader start`) runs one loader for every engine"
+    ]
+    warnings.clear()
+    with BackgroundLog.open("duckdb:///:memory:", config, spark, progress=warnings.append) as log:
+        log.write(RUN, batch(0))
+        assert sum(log.finish(RUN).wait().statuses.values()) == 10
+    assert [w for w in warnings if "loader" in w] == []  # nobody else could open it anyway
+
+
 def test_close_waits_for_the_loads_and_lets_go_of_the_target(tmp_path: Path, spark: SparkSession) -> None:
     """Once `close` returns, the loads have ended and another process can open the DuckDB file."""
     log = BackgroundLog.open(*where(tmp_path), spark)
