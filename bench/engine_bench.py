@@ -61,16 +61,21 @@ ALONE = "warm, Spark's jobs alone"
 """The floor of the warm mode: the engine with `SparkAlone` as its log (`--modes` `alone`)."""
 
 
-def one_run(folder: Path, args: argparse.Namespace) -> dict[str, float]:
-    """One run of the example engine in this (new) process; what the log cost it."""
-    spent: dict[str, float] = {}
+class Spent(dict[str, float]):
+    """Seconds per step of an engine's run, added up over its calls."""
 
-    def timed(name: str, call: Callable[[], Any]) -> Any:
+    def timed(self, name: str, call: Callable[[], Any]) -> Any:
         started = time.perf_counter()
         try:
             return call()
         finally:
-            spent[name] = spent.get(name, 0.0) + time.perf_counter() - started
+            self[name] = self.get(name, 0.0) + time.perf_counter() - started
+
+
+def one_run(folder: Path, args: argparse.Namespace) -> dict[str, float]:
+    """One run of the example engine in this (new) process; what the log cost it."""
+    spent = Spent()
+    timed = spent.timed
 
     log: Any = None
     if args.spark_alone:
@@ -436,6 +441,15 @@ def start_warm(env: dict[str, str]) -> None:
     print(done.stdout.strip(), flush=True)
 
 
+def update_results(out: Path, sections: list[tuple[str, str]]) -> None:
+    """Print each (title, text) section and put it in `out` in place of its earlier self."""
+    text = out.read_text(encoding="utf-8") if out.exists() else "# Benchmark results\n"
+    for title, section in sections:
+        print(section)
+        text = replace_section(text, title, section)
+    out.write_text(text, encoding="utf-8")
+
+
 def replace_section(text: str, title: str, new: str) -> str:
     """`text` with its section starting `title` replaced by `new` (appended when there is none)."""
     start = text.find(title)
@@ -488,11 +502,7 @@ def main() -> int:
                 sections.append((LATENCY_TITLE, latency_section(*latencies(folder, args.latency_batches))))
         finally:
             spark_server.stop()
-    text = args.out.read_text(encoding="utf-8") if args.out.exists() else "# Benchmark results\n"
-    for title, section in sections:
-        print(section)
-        text = replace_section(text, title, section)
-    args.out.write_text(text, encoding="utf-8")
+    update_results(args.out, sections)
     return 0
 
 

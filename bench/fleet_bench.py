@@ -60,14 +60,10 @@ TICK = re.compile(
 
 def one_engine(args: argparse.Namespace) -> dict[str, Any]:
     """One run of the example engine, its log timed; when `finish` returned (epoch seconds)."""
-    spent: dict[str, float] = {}
+    from engine_bench import Spent, TimedLog
 
-    def timed(name: str, call: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        try:
-            return call()
-        finally:
-            spent[name] = spent.get(name, 0.0) + time.perf_counter() - started
+    spent = Spent()
+    timed = spent.timed
 
     log = None
     if not args.no_log:
@@ -78,7 +74,9 @@ def one_engine(args: argparse.Namespace) -> dict[str, Any]:
     source = changes(args.records * 4 // 5, args.records - args.records * 4 // 5)
     with ContactsAPI(already_in_destination(source), answer_seconds=args.answer_seconds) as api:
         run = contacts_run(api_url=api.url, sync_name=args.one_engine)
-        sync(source, api.url, None if log is None else Timed(log, timed), run, args.records // args.batches)
+        sync(
+            source, api.url, None if log is None else TimedLog(log, timed), run, args.records // args.batches
+        )
     finished = time.time()
     if log is not None:
         timed("close", log.close)
@@ -86,19 +84,6 @@ def one_engine(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit("no loader served this engine")
     spent["path"] = sum(spent.get(k, 0.0) for k in ("import", "open", "write", "finish"))
     return {**spent, "finished": finished, "sync_run_id": run.sync_run_id}
-
-
-class Timed:
-    """The engine's log, its `write` and `finish` timed."""
-
-    def __init__(self, log: Any, timed: Callable[[str, Callable[[], Any]], Any]) -> None:
-        self.log, self.timed = log, timed
-
-    def write(self, run: Any, records: Any) -> Any:
-        return self.timed("write", lambda: self.log.write(run, records))
-
-    def finish(self, run: Any) -> Any:
-        return self.timed("finish", lambda: self.log.finish(run))
 
 
 # -- a round: N engines at once -----------------------------------------------------------------
@@ -376,7 +361,7 @@ def main() -> int:
         return 0
 
     sys.path.insert(0, str(HERE.parent / "integration"))
-    from engine_bench import replace_section
+    from engine_bench import start_warm, update_results
     from harness.postgres_server import postgres_server
 
     from synclog import spark_server
@@ -386,16 +371,7 @@ def main() -> int:
         folder = Path(tmp)
         env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
         env[spark_server.DIR_ENV] = os.environ[spark_server.DIR_ENV] = str(folder / "spark")
-        server = subprocess.run(
-            [sys.executable, "-m", "synclog", "spark", "start", "--no-loader"],
-            env=env,
-            cwd=folder,
-            capture_output=True,
-            text=True,
-        )
-        if server.returncode != 0:
-            raise SystemExit(f"synclog spark start failed: {server.stderr.strip()}")
-        print(server.stdout.strip(), flush=True)
+        start_warm(env)  # the warm server alone: each target's loader is started for its rounds
         try:
             targets = {
                 "duckdb": lambda: duckdb_target(folder / "duckdb"),
@@ -406,10 +382,7 @@ def main() -> int:
                 results[target.name] = measure(target, folder / name, args, env)
         finally:
             spark_server.stop()
-    new = section(results, args)
-    print(new)
-    text = args.out.read_text(encoding="utf-8") if args.out.exists() else "# Benchmark results\n"
-    args.out.write_text(replace_section(text, TITLE, new), encoding="utf-8")
+    update_results(args.out, [(TITLE, section(results, args))])
     return 0
 
 

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine_bench import answered, replace_section, start_warm
+from engine_bench import answered, start_warm, update_results
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "RESULTS.md"
@@ -223,10 +223,7 @@ def main() -> int:
             results[alone] = measure(alone, env, args, folder, 3 * args.runs + 1)
         finally:
             spark_server.stop()
-    text = section(results, args.records, args.batches)
-    print(text)
-    before = args.out.read_text(encoding="utf-8") if args.out.exists() else "# Benchmark results\n"
-    args.out.write_text(replace_section(before, TITLE, text), encoding="utf-8")
+    update_results(args.out, [(TITLE, section(results, args.records, args.batches))])
     return 0
 
 

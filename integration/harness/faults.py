@@ -781,16 +781,7 @@ class Driver:
         killed = False
         if fault.startswith("loader"):
             self._kill_loader(fault, target, run, outcome, point)
-            clock.lap("fault")
-            self._recover_twice(target, outcome)
-            clock.lap("recovery")
-            self._check(target, outcome)
-            clock.lap("check")
-            outcome.seconds = time.perf_counter() - started
-            if outcome.ok:
-                self.scenario.discard(target)
-            return outcome
-        if fault.startswith(KILLS):
+        elif fault.startswith(KILLS):
             killed = self._kill(fault, target, run, outcome, point)
         elif fault == "cut":
             self._cut(target, run, outcome)
@@ -802,7 +793,10 @@ class Driver:
             outcome.writer = _ending(event)
             self.workers.give_back(victim)
         clock.lap("fault")
-        self._recover(target, run, outcome, rewrite=killed or outcome.writer.startswith("error"))
+        if fault.startswith("loader"):  # the engine queued it all: loaded once a loader runs again
+            self._recover_twice(target, outcome)
+        else:
+            self._recover(target, run, outcome, rewrite=killed or outcome.writer.startswith("error"))
         clock.lap("recovery")
         self._check(target, outcome)
         clock.lap("check")
