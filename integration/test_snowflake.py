@@ -324,7 +324,7 @@ class TestExternalStage:
                 run, make_records(spark, record_rows(run))
             )
             assert target.query(SEED_000_BY_SYNC).num_rows == 40
-            counts = target.fetch(
+            counts = target.client.fetch(
                 f"SELECT COUNT(*), COUNT(DISTINCT log_id) FROM {target.relation(SYNC_LOG).render()}"
             )
             assert counts == [(40, 40)]
@@ -369,7 +369,7 @@ def test_the_next_ensure_drops_the_stage_of_a_killed_writer(fakesnow: FakesnowSe
         for stage in (killed, live):
             target.create_stage(stage, target.table_spec(SYNC_LOG))
         target.ensure([SYNC_LOG])
-        stages = target.fetch(
+        stages = target.client.fetch(
             f"SELECT table_name FROM {database(target)}.INFORMATION_SCHEMA.TABLES WHERE table_name LIKE ?",
             [f"{STAGE_PREFIX.upper()}%"],
         )

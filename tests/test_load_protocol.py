@@ -12,6 +12,7 @@ from synclog.capabilities import Capabilities
 from synclog.storage.location import Location
 from synclog.targets.base import TargetSettings
 from synclog.targets.duckdb import CAPABILITIES, DuckDBTarget
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.urls import TargetURL
@@ -47,23 +48,27 @@ def open_target(capabilities: Capabilities, tmp_path: Path) -> DuckDBTarget:
 
 
 def contents(target: DuckDBTarget) -> list[tuple[object, ...]]:
-    return target.fetch("SELECT sync_id, sync_run_id, batch_number, row_id FROM probe.rows ORDER BY ALL")
+    sql = "SELECT sync_id, sync_run_id, batch_number, row_id FROM probe.rows ORDER BY ALL"
+    return target.client.fetch(sql)
 
 
 @pytest.mark.parametrize("capabilities", [CAPABILITIES, MERGING])
 def test_replace_by_key_and_by_scope(capabilities: Capabilities, spark: SparkSession, tmp_path: Path) -> None:
     target = open_target(capabilities, tmp_path)
     first = [row(1, 10, 0, "a"), row(1, 10, 0, "b"), row(1, 10, 1, "c"), row(2, 20, 0, "d")]
-    assert target.replace_rows(TABLE, Rows.local(spark, TABLE, first)) == 4
+    loaded = Rows.local(spark, TABLE, first)
+    assert target.replace_rows(TABLE, loaded, Keys.of_rows(TABLE, loaded)) == 4
     # Batch 0 of run 10 again, with one row: its other row goes, batch 1 and run 20 stay.
-    assert target.replace_rows(TABLE, Rows.of(spark.createDataFrame([row(1, 10, 0, "x")]))) == 1
+    again = Rows.of(spark.createDataFrame([row(1, 10, 0, "x")]))
+    assert target.replace_rows(TABLE, again, Keys.of_values(TABLE.replace_key, [(10, 0)])) == 1
     assert contents(target) == [(1, 10, 0, "x"), (1, 10, 1, "c"), (2, 20, 0, "d")]
     # A scope replaces all of sync 1, even with no rows at all.
-    assert target.replace_rows(TABLE, Rows.local(spark, TABLE, []), {"sync_id": 1}) == 0
+    assert target.replace_rows(TABLE, Rows.local(spark, TABLE, []), Keys.scope({"sync_id": 1})) == 0
     assert contents(target) == [(2, 20, 0, "d")]
-    assert target.replace_rows(TABLE, Rows.local(spark, TABLE, [row(2, 21, 0, "e")]), {"sync_id": 2}) == 1
+    sync_2 = Keys.scope({"sync_id": 2})
+    assert target.replace_rows(TABLE, Rows.local(spark, TABLE, [row(2, 21, 0, "e")]), sync_2) == 1
     assert contents(target) == [(2, 21, 0, "e")]
     stages = "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '_synclog_stage%'"
-    assert target.fetch(stages) == [(0,)]
+    assert target.client.fetch(stages) == [(0,)]
     assert not list((tmp_path / "storage").rglob("*.parquet")), "staged files are removed after the load"
     target.close()

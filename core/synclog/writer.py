@@ -33,6 +33,7 @@ from synclog.storage.runstore import Pending, RunStore, Written
 from synclog.storage.sweep import sweep
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
+from synclog.targets.keys import Keys, RunBatches, load_keys
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 from synclog.write_job import JobResult, StagedRows, run_write_job
@@ -232,9 +233,9 @@ class SyncLog:
         passes["validate, store and stage"] = time.perf_counter() - started
         done = {s.table for s in staged}
         try:
-            loaded = self._swap(staged, result.stages, passes)
+            loaded = self._swap(staged, result.stages, passes, _carried(run, written.batches))
             records = self.store.read(self.spark, run, written.batches)
-            loaded.update(self._load(run, records, Phase.BATCHES, passes, skip=done))
+            loaded.update(self._load(run, records, Phase.BATCHES, passes, skip=done, batches=written.batches))
         except TargetError as exc:
             self._release(staged, None)
             self._keep(run, written.batches, finished=False, error=exc)
@@ -278,9 +279,14 @@ class SyncLog:
                 yield load
 
     def _swap(
-        self, staged: list[_Staged], reports: list[list[str]], passes: dict[str, float]
+        self,
+        staged: list[_Staged],
+        reports: list[list[str]],
+        passes: dict[str, float],
+        carried: Sequence[RunBatches],
     ) -> dict[str, int]:
-        """Finish each stage the job filled, swap it into its table, release it."""
+        """Finish each stage the job filled, swap it into its table in place of the rows of the
+        batches `carried`, release it."""
         loaded: dict[str, int] = {}
         target = self.target
         stages = target.stages()
@@ -292,7 +298,9 @@ class SyncLog:
             started = time.perf_counter()
             try:
                 count = stages.load_staged(item.stage, item.spec, done)
-                stages.swap_staged(item.spec, item.stage, count, None)
+                stages.swap_staged(
+                    item.spec, item.stage, count, Keys.of_batches(item.spec.replace_key, carried)
+                )
             finally:
                 stages.release_stage(item.stage)
             relation = str(target.relation(item.table, item.table.view))
@@ -449,7 +457,7 @@ class SyncLog:
             loaded = {}
             if batches:
                 records = self.store.read(self.spark, run, batches)
-                loaded.update(self._load(run, records, Phase.BATCHES, passes))
+                loaded.update(self._load(run, records, Phase.BATCHES, passes, batches=batches))
             self.store.clear_pending(run)
             if finished:
                 try:
@@ -513,8 +521,10 @@ class SyncLog:
         phase: Phase,
         passes: dict[str, float],
         skip: Set[TableSpec] = frozenset(),
+        batches: Sequence[int] = (),
     ) -> dict[str, int]:
-        """Load each table of each layout's loads of `phase` but those in `skip`."""
+        """Load each table of each layout's loads of `phase` but those in `skip`, each in place of
+        the rows it replaces: its scope, its rows' keys, or those of the `batches` written."""
         settings = self.config.sync(run.sync_id)
         loaded: dict[str, int] = {}
         with ExitStack() as reads:
@@ -537,7 +547,8 @@ class SyncLog:
                     if digest is not None and table.run_metadata and self._loaded.get(relation) == digest:
                         continue  # the same metadata rows as this table's last load: it holds them
                     started = time.perf_counter()
-                    loaded[relation] = self.target.replace_rows(table, load.rows, load.scope or None)
+                    keys = load_keys(table, load.rows, load.scope, _carried(run, batches))
+                    loaded[relation] = self.target.replace_rows(table, load.rows, keys)
                     step = f"{phase.value} {relation}"
                     passes[step] = passes.get(step, 0.0) + time.perf_counter() - started
                     if digest is not None:
@@ -565,6 +576,11 @@ class SyncLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _carried(run: Run, batches: Sequence[int]) -> list[RunBatches]:
+    """The batches of `run` a load carries, as the keys it replaces follow from them."""
+    return [RunBatches(run.org_id, run.sync_id, run.sync_run_id, tuple(batches))] if batches else []
 
 
 def _reachable(spark: SparkSession, config: Config) -> SparkSession:

@@ -53,7 +53,7 @@ def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
     """
     log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
     sources = target.relation(SOURCE_OBJECTS).render()
-    p = target.placeholder
+    p = target.dialect.placeholder
     return target.query(
         f"WITH ops AS (SELECT record_identifier, sync_run_id, operation, source_object_id, "
         "LAG(operation) OVER (PARTITION BY record_identifier "
@@ -78,7 +78,7 @@ def run_files(org_id: int, sync_id: int, sync_run_id: int) -> str:
 
 def rejected_records(target: Target, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
     """Seed 003's query on one run of the lake, unchanged but for its path (bound as a parameter)."""
-    sql = SEED_003.replace(SEED_003_PATH, target.placeholder)
+    sql = SEED_003.replace(SEED_003_PATH, target.dialect.placeholder)
     return target.query(sql, [target.uri(run_files(org_id, sync_id, sync_run_id))])
 
 
@@ -132,10 +132,9 @@ def current_members(target: Target) -> pa.Table:
     """Seed 002: the rows each model holds now that did not fail, and those that did."""
     snapshot, runs = target.relation(SNAPSHOT).render(), target.relation(RUNS).render()
     return target.query(
-        "WITH models AS (SELECT DISTINCT sync_id, model_name FROM "
-        f"{runs}) SELECT m.model_name AS audience, "
+        "SELECT m.model_name AS audience, "
         "COUNT(CASE WHEN s.status <> 'failed' THEN 1 END) AS current_rows, "
         "COUNT(CASE WHEN s.status = 'failed' THEN 1 END) AS failed_rows "
-        f"FROM {snapshot} s JOIN models m ON s.sync_id = m.sync_id "
-        "GROUP BY m.model_name ORDER BY m.model_name"
+        f"FROM {snapshot} s JOIN (SELECT DISTINCT sync_id, model_name FROM {runs}) m "
+        "ON s.sync_id = m.sync_id GROUP BY m.model_name ORDER BY m.model_name"
     )

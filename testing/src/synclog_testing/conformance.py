@@ -46,6 +46,7 @@ from synclog.plugins.manager import registry
 from synclog.spark import spark_session
 from synclog.storage.location import Location
 from synclog.targets.base import Target
+from synclog.targets.keys import Keys
 from synclog.targets.lake import LakeTarget
 from synclog.targets.rows import Rows
 from synclog.targets.sql import VERSIONS_TABLE
@@ -106,6 +107,11 @@ def sync_log_frame(spark: SparkSession, sync_run_id: int, batch_number: Column, 
     return spark.range(0, rows, numPartitions=4).select(
         *[values.get(c.name, F.lit(None)).cast(c.type.spark()).alias(c.name) for c in SYNC_LOG.columns]
     )
+
+
+def sync_log_keys(sync_run_id: int, batches: tuple[int, ...] = (0, 1)) -> Keys:
+    """The keys the rows of `sync_log_frame` (sync 1234, `sync_run_id`) replace: its `batches`."""
+    return Keys.of_values(SYNC_LOG.replace_key, [(1234, sync_run_id, batch) for batch in batches])
 
 
 def failing_sync_log_frame(spark: SparkSession, sync_run_id: int) -> DataFrame:
@@ -261,7 +267,8 @@ class WritesConformance(ConformanceBase):
         log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
         before = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
         with pytest.raises(Exception, match=FAILURE):
-            target.replace_rows(SYNC_LOG, Rows.of(failing_sync_log_frame(spark, run.sync_run_id)))
+            failing = Rows.of(failing_sync_log_frame(spark, run.sync_run_id))
+            target.replace_rows(SYNC_LOG, failing, sync_log_keys(run.sync_run_id))
         after = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
         assert len(before) == 40
         assert after == before
