@@ -40,7 +40,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import write_bench
 from bench_kit import (
-    frame_keys,
     BATCH_ROWS,
     ROWS,
     STARTED,
@@ -49,6 +48,7 @@ from bench_kit import (
     Summary,
     checkpoint,
     count,
+    frame_keys,
     goal_line,
     measure,
     method_table,

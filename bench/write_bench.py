@@ -23,10 +23,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 from bench_kit import (
-    frame_keys,
     ROWS,
     Method,
     Summary,
+    frame_keys,
     goal_line,
     method_table,
     pass_lines,

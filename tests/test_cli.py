@@ -17,7 +17,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from synclog.cli.demo import ANSWERS
+from synclog.cli.demo import QUESTIONS
 from synclog.cli.main import describe, main
 from synclog.demo.simulator import history
 from synclog.plugins.manager import registry
@@ -221,8 +221,9 @@ def test_the_demo_names_every_column_it_selects(demo: Path) -> None:
 
     url = TargetURL.parse(f"duckdb:///{demo / 'demo.duckdb'}")
     with Asked(url, TargetSettings(read_only=True), DUCKDB) as target:
-        for answer in (ANSWERS["census"], ANSWERS["hightouch"]):
-            answer(target, 5678)
+        for questions in (QUESTIONS["census"], QUESTIONS["hightouch"]):
+            for _, answer in questions(target, 5678):
+                answer()
     assert len(asked) == 6
     for sql in asked:
         unnamed = [

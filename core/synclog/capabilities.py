@@ -190,10 +190,12 @@ class Capabilities:
         (`window_functions`), or None when it has them all."""
         for name in needed:
             if not getattr(self, name):
-                return f"this target has no {name.replace('_', ' ')} ({name} = no)"
+                return f"this target has no {_LABELS.get(name, name)} ({name} = no)"
         return None
 
 
+_LABELS = {"ctes": "WITH queries (common table expressions)", "window_functions": "window functions (OVER)"}
+"""How `Capabilities.lacking` names a capability."""
 NO_SWAP = (
     "declares no transactions, no merge and no partition_replace, one of which picks how it replaces rows"
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from synclog.errors import SynclogError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.targets.base import Target
@@ -21,6 +22,17 @@ WHERE status = 'rejected'
 GROUP BY 1"""
 """Seed 003's DuckDB query over one run's Sync Tracking files."""
 SEED_003_PATH = "'s3://your_bucket/sync_tracking_datasets/1/2/3/*.parquet'"
+
+
+class Unanswerable(SynclogError):
+    """A question whose SQL needs a capability the target lacks (`Capabilities.lacking`)."""
+
+
+def needs(target: Target, *capabilities: str) -> None:
+    """Raise `Unanswerable`, naming the first of `capabilities` the target lacks, in one line."""
+    missing = target.capabilities.lacking(*capabilities)
+    if missing is not None:
+        raise Unanswerable(missing)
 
 
 def rejection_reasons(target: Target, limit: int = 5) -> pa.Table:
@@ -49,8 +61,10 @@ def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
 
     Entered: sent as an upsert, and new to the sync or deleted by its last run before.
     Left: deleted from the destination. Records the identifier checks flagged say nothing: a
-    run that holds an identifier twice gives its records no order.
+    run that holds an identifier twice gives its records no order. A record's operation before
+    is its LAG: `Unanswerable` on a target without WITH queries or window functions.
     """
+    needs(target, "ctes", "window_functions")
     log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
     sources = target.relation(SOURCE_OBJECTS).render()
     p = target.dialect.placeholder

@@ -224,6 +224,11 @@ class NamingAndDdlConformance(ConformanceBase):
         # What `synclog demo` asks of the census layout, in the demo's own SQL.
         assert values(report.rejection_reasons(target)) == [(REJECTION, 7)]
         assert values(report.invalid_records(target)) == [("DUPLICATE", 2), ("NULL", 1)]
+        lacking = target.capabilities.lacking("ctes", "window_functions")
+        if lacking is not None:  # the question needs LAG: not asked, in one line
+            with pytest.raises(report.Unanswerable, match=re.escape(lacking)):
+                report.segment_changes(target, run.sync_id, run.sync_run_id)
+            return
         moves = values(report.segment_changes(target, run.sync_id, run.sync_run_id))
         segment = run.source_object.name
         assert [move[:3] for move in moves] == [(segment, "entered", 22), (segment, "left", 8)]
@@ -529,12 +534,13 @@ class HightouchConformance(ConformanceBase):
         named = ["audience", "sync_run_id", "run_status", "entered", "changed", "left", "failed", "aborted"]
         assert [name.lower() for name in audience_moves.column_names] == named
         assert values(report.current_members(target)) == [("Audience 77", 5, 2)]  # g: sent, flagged
-        moves = self.rows_sql(target, self.seed(SEED_002_ENTER_EXIT))
-        assert list(moves[0]) == ["user_id", "audience", "type", "timestamp"]
-        assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
-            *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
-            ("d", "Audience 77", "removed"),
-        }
+        if target.capabilities.lacking("ctes", "window_functions") is None:  # the seed's WITH and LAG
+            moves = self.rows_sql(target, self.seed(SEED_002_ENTER_EXIT))
+            assert list(moves[0]) == ["user_id", "audience", "type", "timestamp"]
+            assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
+                *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
+                ("d", "Audience 77", "removed"),
+            }
 
         before = self.contents(target)
         self.write_people(log, second, then)
