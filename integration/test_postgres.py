@@ -49,6 +49,7 @@ from synclog_testing.privacy import (
     masked_demo_runs,
 )
 from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
+from synclog_testing.swaps import SwapConformance
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 import psycopg
@@ -86,6 +87,7 @@ class TestPostgres(
     ModelConformance,
     NamingAndDdlConformance,
     WritesConformance,
+    SwapConformance,
     OutagesConformance,
     RetentionConformance,
     HightouchConformance,

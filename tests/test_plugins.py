@@ -260,6 +260,23 @@ def test_the_guide_lists_exactly_the_override_points_of_a_sql_target() -> None:
         assert listed == overridable(cls), cls.__name__
 
 
+def test_the_guides_class_table_lists_every_conformance_class() -> None:
+    """docs/plugins.md's section 7 names every class of the suite a plugin's tests may take
+    (`TargetConformance` is all of them)."""
+    from synclog_testing import conformance
+    from synclog_testing.base import ConformanceBase
+
+    guide = (Path(__file__).parents[1] / "docs" / "plugins.md").read_text()
+    section = guide.split("## 7. The conformance suite", 1)[1].split("## 8.", 1)[0]
+    listed = set(re.findall(r"^\| `(\w+Conformance)` \|", section, re.M))
+    classes = {
+        name
+        for name, value in vars(conformance).items()
+        if isinstance(value, type) and issubclass(value, ConformanceBase) and value is not ConformanceBase
+    }
+    assert listed == classes - {"TargetConformance"}
+
+
 def test_the_guide_lists_exactly_what_plugin_api_exports() -> None:
     """docs/plugins.md's section 10 names every export of `synclog.plugin_api` and nothing else,
     and every `api.X` in the guide, the official plugins and the example is exported."""
