@@ -7,7 +7,7 @@ own swap included."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,14 +42,7 @@ from synclog.targets.swaps.choice import OwnSwap
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 from synclog_testing.conformance import (
-    HightouchConformance,
-    ModelConformance,
-    NamingAndDdlConformance,
-    OutagesConformance,
-    PrivacyConformance,
-    ReadBackConformance,
-    RetentionConformance,
-    TrackingConformance,
+    PortableConformance,
     WritesConformance,
 )
 from synclog_testing.outage import Outage, file_outage
@@ -70,18 +63,7 @@ def synclog_target_url(tmp_path: Path) -> Iterator[str]:
     yield f"{SCHEME}:///{tmp_path / 'conformance.duckdb'}"
 
 
-class TestPartitionedDuckDB(
-    ModelConformance,
-    NamingAndDdlConformance,
-    WritesConformance,
-    SwapConformance,
-    OutagesConformance,
-    RetentionConformance,
-    HightouchConformance,
-    ReadBackConformance,
-    PrivacyConformance,
-    TrackingConformance,
-):  # no QUALIFY (a window function): no QualifyConformance
+class TestPartitionedDuckDB(PortableConformance):  # no QUALIFY: a window function
     """The whole suite with the core's own swap and retention."""
 
     @pytest.fixture
@@ -224,15 +206,25 @@ def _open(kind: type[DuckDBTarget], tmp_path: Path) -> DuckDBTarget:
     return kind(TargetURL.parse(f"{scheme}:///{tmp_path / 'wrong.duckdb'}"), settings, capabilities)
 
 
+def _fails(kind: type[DuckDBTarget], tmp_path: Path, check: Callable[[DuckDBTarget], None]) -> None:
+    """`check` (a conformance test) fails on a target of the wrong `kind`."""
+    target = _open(kind, tmp_path)
+    try:
+        with pytest.raises(AssertionError):
+            check(target)
+    finally:
+        target.close()
+
+
 def test_a_replay_on_a_later_day_fails_a_swap_that_empties_the_replaced_days(
     tmp_path: Path, spark: SparkSession
 ) -> None:
-    target = _open(_DropsReplacedDays, tmp_path)
-    try:
-        with pytest.raises(AssertionError):
-            WritesConformance().test_replay_of_a_batch_with_a_later_batch_time(target, spark)
-    finally:
-        target.close()
+    writes = WritesConformance()
+    _fails(
+        _DropsReplacedDays,
+        tmp_path,
+        lambda t: writes.test_replay_of_a_batch_with_a_later_batch_time(t, spark),
+    )
 
 
 def test_the_swap_tests_run_on_a_targets_own_swap_and_fail_a_wrong_one(
@@ -240,22 +232,18 @@ def test_the_swap_tests_run_on_a_targets_own_swap_and_fail_a_wrong_one(
 ) -> None:
     """A target with a swap of its own is held to the swap tests, judged by what the table holds:
     one that replaces nothing fails them (they are not skipped)."""
-    target = _open(_InsertsOnly, tmp_path)
-    try:
-        with pytest.raises(AssertionError):
-            SwapConformance().test_a_swap_replaces_by_key_and_by_scope(target, spark)
-    finally:
-        target.close()
+    swaps = SwapConformance()
+    _fails(_InsertsOnly, tmp_path, lambda t: swaps.test_a_swap_replaces_by_key_and_by_scope(t, spark))
 
 
 def test_a_swap_failing_part_way_fails_a_swap_outside_a_transaction(
     tmp_path: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    target = _open(_NoTransaction, tmp_path)
-    try:
-        with pytest.raises(AssertionError):
-            WritesConformance().test_a_swap_failing_part_way_keeps_the_old_rows_and_a_replay_converges(
-                target, spark, monkeypatch
-            )
-    finally:
-        target.close()
+    writes = WritesConformance()
+    _fails(
+        _NoTransaction,
+        tmp_path,
+        lambda t: writes.test_a_swap_failing_part_way_keeps_the_old_rows_and_a_replay_converges(
+            t, spark, monkeypatch
+        ),
+    )

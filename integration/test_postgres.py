@@ -26,15 +26,7 @@ from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
 from synclog.urls import TargetURL
 from synclog_testing.conformance import (
-    HightouchConformance,
-    ModelConformance,
-    NamingAndDdlConformance,
-    OutagesConformance,
-    PrivacyConformance,
-    ReadBackConformance,
-    RetentionConformance,
-    TrackingConformance,
-    WritesConformance,
+    PortableConformance,
     sync_log_frame,
     sync_log_keys,
 )
@@ -49,7 +41,6 @@ from synclog_testing.privacy import (
     masked_demo_runs,
 )
 from synclog_testing.read_back import check_empty_read_back, check_read_back, read_back_rows
-from synclog_testing.swaps import SwapConformance
 
 pytest.importorskip("synclog_postgres", reason="synclog-postgres is not installed")
 import psycopg
@@ -83,18 +74,7 @@ def partition_days(target: Target) -> list[str]:
     return [name.rsplit("_p", 1)[1] for name in rows.column(0).to_pylist()]
 
 
-class TestPostgres(
-    ModelConformance,
-    NamingAndDdlConformance,
-    WritesConformance,
-    SwapConformance,
-    OutagesConformance,
-    RetentionConformance,
-    HightouchConformance,
-    ReadBackConformance,
-    PrivacyConformance,
-    TrackingConformance,
-):  # PostgreSQL has no QUALIFY: no QualifyConformance
+class TestPostgres(PortableConformance):  # PostgreSQL has no QUALIFY
     @pytest.fixture
     def synclog_target_url(self, postgres: PostgresServer) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"

@@ -262,7 +262,7 @@ def test_the_guide_lists_exactly_the_override_points_of_a_sql_target() -> None:
 
 def test_the_guides_class_table_lists_every_conformance_class() -> None:
     """docs/plugins.md's section 7 names every class of the suite a plugin's tests may take
-    (`TargetConformance` is all of them)."""
+    (`TargetConformance` is all of them, `PortableConformance` all but QUALIFY's), and the two."""
     from synclog_testing import conformance
     from synclog_testing.base import ConformanceBase
 
@@ -274,7 +274,20 @@ def test_the_guides_class_table_lists_every_conformance_class() -> None:
         for name, value in vars(conformance).items()
         if isinstance(value, type) and issubclass(value, ConformanceBase) and value is not ConformanceBase
     }
-    assert listed == classes - {"TargetConformance"}
+    assert listed == classes - {"TargetConformance", "PortableConformance"}
+    assert "`TargetConformance`" in section and "`PortableConformance`" in section
+
+
+def test_every_warehouse_page_says_what_a_write_reads() -> None:
+    """docs/warehouses/<target>.md (with the plugin README it includes) and the SQLite example's
+    README say what a write reads on that warehouse."""
+    root = Path(__file__).parents[1]
+    pages = [p for p in (root / "docs" / "warehouses").glob("*.md") if p.name != "index.md"]
+    for page in [*pages, root / "examples" / "synclog-sqlite" / "README.md"]:
+        text = page.read_text()
+        for included in re.findall(r'^--8<-- "([^"]+)"$', text, re.M):
+            text += (root / included).read_text()
+        assert "**What a write reads**" in text, page.name
 
 
 def test_the_guide_lists_exactly_what_plugin_api_exports() -> None:

@@ -797,7 +797,7 @@ class ModelConformance(ConformanceBase):
         )
 
 
-class TargetConformance(
+class PortableConformance(
     ModelConformance,
     NamingAndDdlConformance,
     WritesConformance,
@@ -805,11 +805,15 @@ class TargetConformance(
     OutagesConformance,
     RetentionConformance,
     HightouchConformance,
-    QualifyConformance,
     ReadBackConformance,
     PrivacyConformance,
     TrackingConformance,
 ):
+    """Every class of the suite but `QualifyConformance`: what a target holding the census and
+    hightouch layouts passes whether or not its SQL has QUALIFY."""
+
+
+class TargetConformance(PortableConformance, QualifyConformance):
     """Every class of the suite: what a target holding the census and hightouch layouts passes."""
 
 
