@@ -5,7 +5,7 @@ Every load is the same protocol, written once here:
 1. a staging relation is created (`open_stage`, calling `create_stage`);
 2. the rows reach it in bulk: the Spark tasks write them through the target's `stage_writer`
    (Parquet or `capabilities.staging_format` files under `storage` for `Staging.FILES`, which
-   `load_staged` hands to `load_files`; a COPY from each task for a target with its own writer),
+   `load_staged` hands to `load_files`; a COPY from each task with `Staging.TASKS`: `TaskLoader`),
    inside the write's one validating job where the rows are a projection of the batches
    (`synclog.write_job`), else in a job of their own; a target without a task-side writer
    fills the stage from the frame (`load_frame`);
