@@ -47,7 +47,7 @@ docs: $(STAMP)  ## write the generated reference pages, then serve the docs site
 	$(BIN)/python -m synclog.docs_gen
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
 
-bench: $(STAMP) $(DBT_STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt, small runs cold and warm, the dbt package's build on the demo, a sync engine's overhead and batch latency, a fleet of 1-16 engines with one loader (bench/RESULTS.md); hightouch diff of a 1M-row model
+bench: $(STAMP) $(DBT_STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC and dlt, small runs cold and warm, the dbt package's build on the demo, a sync engine's overhead and batch latency, a fleet of 1-16 engines with one loader (bench/RESULTS.md); hightouch diff of a 1M-row model; swap seconds against table size
 	./scripts/system-deps.sh
 	$(BIN)/python -m pip install -q -e "./plugins/postgres[bench]"
 	$(BIN)/python bench/postgres_bench.py
@@ -56,6 +56,7 @@ bench: $(STAMP) $(DBT_STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC an
 	$(BIN)/python bench/engine_bench.py
 	$(BIN)/python bench/fleet_bench.py
 	$(BIN)/python bench/diff_bench.py
+	$(BIN)/python bench/swap_bench.py
 
 faults: $(STAMP)  ## injected faults on every target (the clouds on their stand-ins), loaders killed while they load, and eight concurrent writers (bench/FAULTS.md)
 	./scripts/system-deps.sh

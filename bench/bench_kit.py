@@ -18,6 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from synclog.targets.base import TargetSettings
+from synclog.targets.keys import Keys
+from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 from synclog_postgres.plugin import TARGET_TYPE
 from synclog_postgres.target import PostgresTarget
@@ -147,6 +149,12 @@ def records_frame(spark: SparkSession, rows: int, batch_rows: int = BATCH_ROWS) 
         started.alias("batch_started_at"),
         (started + F.make_interval(secs=F.lit(30))).alias("batch_completed_at"),
     )
+
+
+def frame_keys(table: TableSpec, frame: DataFrame) -> Keys:
+    """The replace keys of the rows of `frame` (a bench's load of rows it wrote itself)."""
+    key = table.replace_key
+    return Keys.of_values(key, [tuple(row) for row in frame.select(*key).distinct().collect()])
 
 
 def open_target(pg: PostgresServer, schema: str) -> PostgresTarget:

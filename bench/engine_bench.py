@@ -99,7 +99,7 @@ def one_run(folder: Path, args: argparse.Namespace) -> dict[str, float]:
         return spent
     finished = time.perf_counter()
     log.wait()
-    found = log.log.target.fetch(
+    found = log.log.target.client.fetch(
         "SELECT count(*) FROM census.sync_log WHERE sync_run_id = ?", [report.run.sync_run_id]
     )[0][0]
     spent["queryable"] = time.perf_counter() - finished
@@ -323,11 +323,11 @@ def latency(
     passes: dict[str, list[float]] = {}
 
     def timed(number: int, write: Callable[[], Any], log: Any) -> None:
-        p = log.target.placeholder
+        p = log.target.dialect.placeholder
         sql = f"SELECT count(*) FROM census.sync_log WHERE sync_run_id = {p} AND batch_number = {p}"
         started = time.perf_counter()
         result = write()
-        found = log.target.fetch(sql, [run_id, number])[0][0]
+        found = log.target.client.fetch(sql, [run_id, number])[0][0]
         seconds.append(time.perf_counter() - started)
         for step, spent in result.passes.items():
             passes.setdefault(step, []).append(spent)

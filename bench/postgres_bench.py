@@ -48,6 +48,7 @@ from bench_kit import (
     Summary,
     checkpoint,
     count,
+    frame_keys,
     goal_line,
     measure,
     method_table,
@@ -117,7 +118,7 @@ def prepared_table(pg: PostgresServer, schema: str, days: list[date]) -> Postgre
     target.ensure([SYNC_LOG])
     relation = target.relation(SYNC_LOG)
     for day in days:
-        target.execute(partitions.create_sql(relation, partitions.partition(relation, day)))
+        target.client.execute(partitions.create_sql(relation, partitions.partition(relation, day)))
     return target
 
 
@@ -201,7 +202,11 @@ def load_methods(
     frame = spark.read.parquet(str(sync_log_dir))
     warm = open_target(pg, "bench_warmup")
     warm.ensure([SYNC_LOG])
-    warm.replace_rows(SYNC_LOG, Rows.of(frame.limit(20_000)))  # JIT, Python workers, connections
+    warming = frame.limit(20_000)
+    warm.replace_rows(
+        SYNC_LOG, Rows.of(warming), frame_keys(SYNC_LOG, warming)
+    )  # JIT, Python workers, connections
+    keys = frame_keys(SYNC_LOG, frame)
     warm.close()
     arrow = arrow_table(sync_log_dir)
     prepared: list[tuple[Any, ...]] = []
@@ -224,7 +229,7 @@ def load_methods(
 
     def load_run() -> None:
         (target,) = targets
-        target.replace_rows(SYNC_LOG, Rows.of(spark.read.parquet(str(sync_log_dir))))
+        target.replace_rows(SYNC_LOG, Rows.of(spark.read.parquet(str(sync_log_dir))), keys)
         target.close()
 
     def write_run_setup() -> None:

@@ -26,6 +26,7 @@ from bench_kit import (
     ROWS,
     Method,
     Summary,
+    frame_keys,
     goal_line,
     method_table,
     pass_lines,
@@ -100,9 +101,11 @@ def duckdb_methods(spark: SparkSession, folder: Path, records_dir: Path, sync_lo
             files = f"read_parquet('{sync_log_dir}/*.parquet')"
             conn.execute(f"INSERT INTO {relation} ({columns}) SELECT {picked} FROM {files}")
 
+    keys = frame_keys(SYNC_LOG, spark.read.parquet(str(sync_log_dir)))
+
     def load() -> None:
         with duckdb_target(path) as target:
-            target.replace_rows(SYNC_LOG, Rows.of(spark.read.parquet(str(sync_log_dir))))
+            target.replace_rows(SYNC_LOG, Rows.of(spark.read.parquet(str(sync_log_dir))), keys)
 
     def pipeline() -> dict[str, float]:
         with duckdb_target(path) as target:
@@ -142,8 +145,10 @@ def lake_methods(spark: SparkSession, folder: Path, records_dir: Path) -> list[M
             found = conn.execute(f"SELECT count(*) FROM {files}").fetchone()
         return int(found[0]) if found else 0
 
+    keys = frame_keys(RECORDS, spark.read.parquet(str(rows_dir)))
+
     def load() -> None:
-        lake_target(out).replace_rows(RECORDS, Rows.of(spark.read.parquet(str(rows_dir))))
+        lake_target(out).replace_rows(RECORDS, Rows.of(spark.read.parquet(str(rows_dir))), keys)
 
     return [
         Method(

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from synclog.errors import TargetError
 from synclog.layouts.census import SYNC_LOG
 from synclog.targets.base import Target
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX
 from synclog.targets.tables import Column, ColumnType, TableSpec
@@ -151,12 +152,16 @@ class SnowflakeSuite(TargetConformance):
             {"id": 1, "small": 7, "label": "one", "doc": '{"k": [1, 2]}', "seen_at": AT, "flag": True},
             {"id": 2, "small": None, "label": None, "doc": None, "seen_at": AT, "flag": None},
         ]
-        assert target.replace_rows(EVERY_TYPE, Rows.local(spark, EVERY_TYPE, first)) == 2
+        loaded = Rows.local(spark, EVERY_TYPE, first)
+        assert target.replace_rows(EVERY_TYPE, loaded, Keys.of_rows(EVERY_TYPE, loaded)) == 2
         again = spark.createDataFrame(
             [(2, 9, "two", '{"k": []}', AT, False)],
             "id bigint, small int, label string, doc string, seen_at timestamp, flag boolean",
         )
-        assert target.replace_rows(EVERY_TYPE, Rows.of(again)) == 1
+        assert (
+            target.replace_rows(EVERY_TYPE, Rows.of(again), Keys.of_values(EVERY_TYPE.replace_key, [(2,)]))
+            == 1
+        )
         relation = target.relation(EVERY_TYPE).render()
         rows = target.query(
             'SELECT "ID", "SMALL", "LABEL", "DOC":k[1]::INT AS k, "SEEN_AT", "FLAG" '

@@ -27,6 +27,7 @@ from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest
 from synclog.targets.base import TargetSettings
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.targets.sql import STAGE_PREFIX
 from synclog.targets.tables import TableSpec
@@ -189,8 +190,9 @@ class TestBigQuery(TargetConformance):
     ) -> None:
         rows = [{"id": i, "type": "DataWarehouse::Table", "name": f"T{i}"} for i in range(INLINE_ROWS + 1)]
         target.ensure([SOURCE_OBJECTS])
-        assert target.replace_rows(SOURCE_OBJECTS, Rows.local(spark, SOURCE_OBJECTS, rows)) == INLINE_ROWS + 1
-        assert target.replace_rows(SOURCE_OBJECTS, Rows.local(spark, SOURCE_OBJECTS, rows[:2])) == 2
+        for some, loaded in ((rows, INLINE_ROWS + 1), (rows[:2], 2)):
+            local = Rows.local(spark, SOURCE_OBJECTS, some)
+            assert target.replace_rows(SOURCE_OBJECTS, local, Keys.of_rows(SOURCE_OBJECTS, local)) == loaded
         relation = target.relation(SOURCE_OBJECTS).render()
         assert target.query(f"SELECT COUNT(*) AS n FROM {relation}").to_pylist() == [{"n": INLINE_ROWS + 1}]
 
@@ -205,7 +207,9 @@ class TestBigQuery(TargetConformance):
         frame = spark.createDataFrame([row], SYNC_LOG.spark_schema())
         # Text that is not JSON is a bug of ours, not an outage: BigQuery's error is raised as is.
         with pytest.raises(BadRequest, match="JSON"):
-            target.replace_rows(SYNC_LOG, Rows.of(frame))
+            target.replace_rows(
+                SYNC_LOG, Rows.of(frame), Keys.of_values(SYNC_LOG.replace_key, [(1234, 5678, 0)])
+            )
         assert self.count(target) == 40
         tables = target.api.list_tables(bigquery.DatasetReference(target.project, "census"))
         assert not [t.table_id for t in tables if t.table_id.startswith(STAGE_PREFIX)]

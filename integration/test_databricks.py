@@ -211,7 +211,7 @@ class TestDatabricksWarehouse(TargetConformance):
         log.write_run(run, make_records(spark, record_rows(run)))
         assert (dbx.volume_dir("census", "census", "synclog_staging")).is_dir()
         assert staged_files(dbx) == []
-        stages = [r for r in target.fetch("SHOW TABLES IN census.census") if "_synclog_stage_" in r[1]]
+        stages = [r for r in target.client.fetch("SHOW TABLES IN census.census") if "_synclog_stage_" in r[1]]
         assert stages == []
 
     def test_a_load_and_a_swap_sent_twice_leave_one_copy(
@@ -234,10 +234,10 @@ class TestDatabricksWarehouse(TargetConformance):
         monkeypatch.setattr(target.client, "cursor", twice)  # type: ignore[attr-defined]
         run = make_run()
         self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
-        assert target.fetch("SELECT COUNT(*), COUNT(DISTINCT log_id) FROM census.census.sync_log") == [
+        assert target.client.fetch("SELECT COUNT(*), COUNT(DISTINCT log_id) FROM census.census.sync_log") == [
             (40, 40)
         ]
-        assert target.fetch("SELECT COUNT(*) FROM census.census.source_objects") == [(1,)]
+        assert target.client.fetch("SELECT COUNT(*) FROM census.census.source_objects") == [(1,)]
         assert [s for s in sent if s.startswith("COPY INTO")] and [s for s in sent if s.startswith("MERGE")]
 
     def test_the_sweep_removes_a_killed_writers_stage_and_its_volume_files(
@@ -254,16 +254,16 @@ class TestDatabricksWarehouse(TargetConformance):
         live = target.stage_relation(relation)
         catalog, schema, _ = relation.parts
         target.ensure_schema(relation)
-        target.execute(f"CREATE VOLUME IF NOT EXISTS {relation.with_name('synclog_staging').render()}")
+        target.client.execute(f"CREATE VOLUME IF NOT EXISTS {relation.with_name('synclog_staging').render()}")
         part = Path(target.storage.root) / "part.parquet"
         part.parent.mkdir(parents=True)
         pq.write_table(pa.table({"n": [1]}), part)
         for stage in (killed, live):
             target.create_stage(stage, target.table_spec(SYNC_LOG))
             volume_path = f"/Volumes/{catalog}/{schema}/synclog_staging/{stage.name}/part-00000.parquet"
-            target.execute(f"PUT '{part}' INTO '{volume_path}'")  # as a writer's load does
+            target.client.execute(f"PUT '{part}' INTO '{volume_path}'")  # as a writer's load does
         assert target.sweep_stages([relation]) == [killed]
-        tables = target.fetch(f"SHOW TABLES IN {catalog}.{schema}")
+        tables = target.client.fetch(f"SHOW TABLES IN {catalog}.{schema}")
         assert [str(row[1]) for row in tables if STAGE_PREFIX in row[1]] == [live.name]
         folder = dbx.volume_dir(catalog, schema, "synclog_staging")
         assert [p.relative_to(folder).parent.name for p in staged_files(dbx)] == [live.name]
@@ -284,7 +284,7 @@ class TestDatabricksWarehouse(TargetConformance):
         with registry().open(TargetURL.parse(target_url), settings) as target:
             run = make_run()
             self.log(target, spark).write_run(run, make_records(spark, record_rows(run)))
-            types = {r[0]: r[1] for r in target.fetch("DESCRIBE TABLE census.census.sync_log_records")}
+            types = {r[0]: r[1] for r in target.client.fetch("DESCRIBE TABLE census.census.sync_log_records")}
             assert types["record_payload"] == "variant"
             emails = target.query("SELECT record_payload:email::string AS e FROM census.census.sync_log")
             assert "user2@example.com" in emails.column("e").to_pylist()

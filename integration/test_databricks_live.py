@@ -44,7 +44,9 @@ def warehouse_url() -> str:
 
 def drop_schemas(target: Target) -> None:
     for schema in SCHEMAS:
-        target.execute(f"DROP SCHEMA IF EXISTS {target.quote(CATALOG)}.{target.quote(schema)} CASCADE")
+        target.client.execute(
+            f"DROP SCHEMA IF EXISTS {target.dialect.quote(CATALOG)}.{target.dialect.quote(schema)} CASCADE"
+        )
 
 
 class LiveSuite(TargetConformance):
@@ -68,11 +70,11 @@ class LiveSuite(TargetConformance):
         url = self.url()
         if GIVEN is None:
             with registry().open(TargetURL.parse(url)) as target:
-                target.execute(f"CREATE CATALOG IF NOT EXISTS {target.quote(CATALOG)}")
+                target.client.execute(f"CREATE CATALOG IF NOT EXISTS {target.dialect.quote(CATALOG)}")
         yield url
         if GIVEN is None:
             with registry().open(TargetURL.parse(url)) as target:
-                target.execute(f"DROP CATALOG IF EXISTS {target.quote(CATALOG)} CASCADE")
+                target.client.execute(f"DROP CATALOG IF EXISTS {target.dialect.quote(CATALOG)} CASCADE")
 
     @pytest.fixture
     def synclog_target_url(self, catalog_url: str) -> Iterator[str]:

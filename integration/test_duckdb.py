@@ -37,7 +37,7 @@ def test_memory_limit_is_bounded_by_default_and_configurable(tmp_path: Path) -> 
     def limit(url: str, **options: str) -> str:
         target = TARGET_TYPE.open(TargetURL.parse(url), TargetSettings(options=options))
         try:
-            return str(target.fetch("SELECT current_setting('memory_limit')")[0][0])
+            return str(target.client.fetch("SELECT current_setting('memory_limit')")[0][0])
         finally:
             target.close()
 

@@ -26,16 +26,9 @@ from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType
 from synclog.urls import TargetURL
 from synclog_testing.conformance import (
-    HightouchConformance,
-    ModelConformance,
-    NamingAndDdlConformance,
-    OutagesConformance,
-    PrivacyConformance,
-    ReadBackConformance,
-    RetentionConformance,
-    TrackingConformance,
-    WritesConformance,
+    PortableConformance,
     sync_log_frame,
+    sync_log_keys,
 )
 from synclog_testing.factories import make_records, make_run, record_rows
 from synclog_testing.network import tcp_outage
@@ -81,17 +74,7 @@ def partition_days(target: Target) -> list[str]:
     return [name.rsplit("_p", 1)[1] for name in rows.column(0).to_pylist()]
 
 
-class TestPostgres(
-    ModelConformance,
-    NamingAndDdlConformance,
-    WritesConformance,
-    OutagesConformance,
-    RetentionConformance,
-    HightouchConformance,
-    ReadBackConformance,
-    PrivacyConformance,
-    TrackingConformance,
-):  # PostgreSQL has no QUALIFY: no QualifyConformance
+class TestPostgres(PortableConformance):  # PostgreSQL has no QUALIFY
     @pytest.fixture
     def synclog_target_url(self, postgres: PostgresServer) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"
@@ -167,15 +150,16 @@ class TestPostgres(
         # socket closes first, as "server closed the connection unexpectedly".
         failed = r"loading census\.sync_log_records failed: .*(terminat|server closed the connection)"
         with pytest.raises(TargetError, match=failed):
-            target.replace_rows(SYNC_LOG, Rows.of(sync_log_frame(spark, run.sync_run_id, kill("id"))))
+            frame = Rows.of(sync_log_frame(spark, run.sync_run_id, kill("id")))
+            target.replace_rows(SYNC_LOG, frame, sync_log_keys(run.sync_run_id))
         assert self.count(target) == before
         assert stage_tables(target) == []
 
     def test_a_retried_partition_is_staged_once(self, target: Target) -> None:
         assert isinstance(target, PostgresTarget)
         target.ensure([SYNC_LOG])
-        target.execute("CREATE TABLE census.stage (LIKE census.sync_log_records)")
-        target.execute("CREATE TABLE census.stage_parts (part integer PRIMARY KEY)")
+        target.client.execute("CREATE TABLE census.stage (LIKE census.sync_log_records)")
+        target.client.execute("CREATE TABLE census.stage_parts (part integer PRIMARY KEY)")
         started = datetime(2026, 3, 1, 8, tzinfo=UTC)
         rows = pa.Table.from_pylist(
             [{"log_id": f"l{i}", "batch_started_at": started} for i in range(4)],
@@ -195,11 +179,13 @@ class TestPostgres(
                 stage.write(batch)
             reports.append(stage.close())
         assert day_totals(reports[0]) == day_totals(reports[1]) == {started.date(): 4}
-        assert target.fetch("SELECT count(*) FROM census.stage") == [(4,)]
+        assert target.client.fetch("SELECT count(*) FROM census.stage") == [(4,)]
 
     def test_binary_copy_round_trips_every_type(self, target: Target) -> None:
         assert isinstance(target, PostgresTarget)
-        target.execute("CREATE TABLE t (a bigint, b integer, s text, j jsonb, t timestamptz, f boolean)")
+        target.client.execute(
+            "CREATE TABLE t (a bigint, b integer, s text, j jsonb, t timestamptz, f boolean)"
+        )
         new_york = pa.timestamp("us", tz="America/New_York")
         rows = pa.table(
             {
@@ -213,7 +199,7 @@ class TestPostgres(
         )
         types = [ColumnType.BIGINT, ColumnType.INTEGER, ColumnType.STRING, ColumnType.JSON]
         types += [ColumnType.TIMESTAMP, ColumnType.BOOLEAN]
-        target.execute("CREATE TABLE t_parts (part integer PRIMARY KEY)")
+        target.client.execute("CREATE TABLE t_parts (part integer PRIMARY KEY)")
         schema = pa.schema(
             [f.with_type(pa.timestamp("us", tz="UTC")) if f.name == "t" else f for f in rows.schema]
         )
@@ -223,7 +209,7 @@ class TestPostgres(
         for batch in rows.to_batches(max_chunksize=3):
             stage.write(batch)
         assert day_totals(stage.close()) == {None: 4}
-        got = target.fetch("SELECT a, b, s, j::text, t, f FROM t")
+        got = target.client.fetch("SELECT a, b, s, j::text, t, f FROM t")
         assert got == [
             (1, 1, "x", '{"a": [1, 2.5, "é"]}', PG_EPOCH, True),
             (None, -5, "", None, BEFORE_1970, False),
@@ -247,7 +233,7 @@ class TestPostgres(
             log.write(run, make_records(spark, record_rows(run, count=10, batches=1, started_at=started)))
         deletes_before = self.deletes(target)
         # Analyzed, the days' rows are counted from the catalogue (reltuples), not scanned.
-        target.execute(f"ANALYZE {target.relation(target.table_spec(SYNC_LOG)).render()}")
+        target.client.execute(f"ANALYZE {target.relation(target.table_spec(SYNC_LOG)).render()}")
         assert log.cleanup(now).total == 20
         assert partition_days(target) == ["20260303", "20260309"]
         assert self.count(target) == 20
@@ -348,7 +334,9 @@ class TestPostgres(
             ("public", "_synclog_stage_0123456789abcdef"),  # a schema this target does not manage
         ]
         for schema, name in lookalikes:
-            target.execute(f"CREATE TABLE {Relation(schema, name, casefold=Casefold.NONE).render()} (x int)")
+            target.client.execute(
+                f"CREATE TABLE {Relation(schema, name, casefold=Casefold.NONE).render()} (x int)"
+            )
         driver = start_load(target, alive)
         end_session(target, start_load(target, orphaned))
         end_session(target, start_load(target, lingering))
@@ -360,7 +348,7 @@ class TestPostgres(
         end_session(target, driver)
         target.ensure([SYNC_LOG])
         assert census_stages(target) == []
-        left = target.fetch(
+        left = target.client.fetch(
             "SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE %s",
             ["%synclog%stage%"],
         )
@@ -371,7 +359,7 @@ class TestPostgres(
     ) -> None:
         assert isinstance(target, PostgresTarget)
         target.ensure([SYNC_LOG])
-        target.execute("CREATE TABLE public.seen (stages int, unlocked int, dropped int)")
+        target.client.execute("CREATE TABLE public.seen (stages int, unlocked int, dropped int)")
         params = target.params
 
         def sweep_at_100(i: int) -> int:
@@ -388,11 +376,14 @@ class TestPostgres(
             return i % 2
 
         sweep = F.udf(sweep_at_100, "int", useArrow=False)
-        assert target.replace_rows(SYNC_LOG, Rows.of(sync_log_frame(spark, 7, sweep("id")))) == 400
-        assert target.fetch("SELECT * FROM public.seen") == [(1, 0, 0)]
+        assert (
+            target.replace_rows(SYNC_LOG, Rows.of(sync_log_frame(spark, 7, sweep("id"))), sync_log_keys(7))
+            == 400
+        )
+        assert target.client.fetch("SELECT * FROM public.seen") == [(1, 0, 0)]
         assert stage_tables(target) == []
         held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = %s"
-        assert target.fetch(held, [orphans.LOCK_CLASS]) == [(0,)]
+        assert target.client.fetch(held, [orphans.LOCK_CLASS]) == [(0,)]
 
 
 def start_load(target: PostgresTarget, name: str) -> psycopg.Connection[Any]:
@@ -410,14 +401,14 @@ def end_session(target: PostgresTarget, conn: psycopg.Connection[Any]) -> None:
     pid = conn.info.backend_pid
     conn.close()
     deadline = time.monotonic() + 10
-    while target.fetch("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid]) != [(0,)]:
+    while target.client.fetch("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid]) != [(0,)]:
         assert time.monotonic() < deadline, f"backend {pid} did not exit"
         time.sleep(0.02)
 
 
 def census_stages(target: PostgresTarget) -> list[str]:
     """The stage tables (and ledgers) in census, by name."""
-    rows = target.fetch(
+    rows = target.client.fetch(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'census' AND tablename ~ %s",
         [STAGE_PATTERN.pattern],
     )

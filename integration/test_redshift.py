@@ -28,6 +28,7 @@ from synclog.layouts.census import SYNC_LOG
 from synclog.plugins.manager import registry
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.urls import TargetURL
 from synclog_testing.conformance import SEED_000_BY_SYNC, TargetConformance
@@ -231,7 +232,8 @@ class TestRedshift(TargetConformance):
 
         def swap(other: Target) -> None:
             try:
-                other.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, rows))
+                loaded = Rows.local(spark, SYNC_LOG, rows)
+                other.replace_rows(SYNC_LOG, loaded, Keys.of_rows(SYNC_LOG, loaded))
             except BaseException as exc:
                 failures.append(exc)
 
@@ -261,7 +263,8 @@ class TestRedshift(TargetConformance):
     ) -> None:
         rows = read_back_rows()
         target.ensure([READS])
-        target.replace_rows(READS, Rows.local(spark, READS, rows))
+        loaded = Rows.local(spark, READS, rows)
+        target.replace_rows(READS, loaded, Keys.of_rows(READS, loaded))
         before = len(proxy_log(stand_in, "UNLOAD"))
         with target.read_rows(READS_WIDER, 1, spark) as frame:
             assert frame is not None
@@ -408,7 +411,7 @@ class TestRedshift(TargetConformance):
                 )
             assert time.monotonic() - started < 10
         with registry().open(TargetURL.parse(f"{target_url}&connect_timeout=1"), settings) as target:
-            assert target.fetch("SELECT 1 FROM pg_sleep(2)") == [(1,)]
+            assert target.client.fetch("SELECT 1 FROM pg_sleep(2)") == [(1,)]
 
     # -- statements ----------------------------------------------------------------------------
 

@@ -64,7 +64,7 @@ class TestSnowflakeLive(SnowflakeSuite):
         yield url
         with registry().open(TargetURL.parse(url)) as target:
             assert isinstance(target, SnowflakeTarget)
-            target.execute(f"DROP DATABASE IF EXISTS {target.quote(DATABASE)}")
+            target.client.execute(f"DROP DATABASE IF EXISTS {target.dialect.quote(DATABASE)}")
 
 
 STAGE_S3 = os.environ.get("SYNCLOG_SNOWFLAKE_S3")
@@ -91,9 +91,9 @@ def test_a_write_loads_from_an_external_stage(spark: SparkSession, monkeypatch: 
                 run, make_records(spark, record_rows(run))
             )
             log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
-            assert target.fetch(f"SELECT COUNT(*) FROM {log}") == [(40,)]
+            assert target.client.fetch(f"SELECT COUNT(*) FROM {log}") == [(40,)]
         finally:
-            target.execute(f"DROP DATABASE IF EXISTS {target.quote(database)}")
+            target.client.execute(f"DROP DATABASE IF EXISTS {target.dialect.quote(database)}")
     assert not [s for s in sent if s.startswith("PUT")]
     assert [s for s in sent if s.startswith("COPY INTO") and "FILES = (" in s]
     left = storage.filesystem().get_file_info(

@@ -111,7 +111,9 @@ def test_a_refused_batch_names_itself_and_keeps_its_records(behind: tuple[Backgr
     )
     assert ended.refused == (message,) and f"warning: {message}" in warnings
     assert [r.wait().records for r in (results[0], results[2])] == [10, 10]
-    logged = log.log.target.fetch("SELECT batch_number, count(*) FROM census.sync_log GROUP BY 1 ORDER BY 1")
+    logged = log.log.target.client.fetch(
+        "SELECT batch_number, count(*) FROM census.sync_log GROUP BY 1 ORDER BY 1"
+    )
     assert logged == [(0, 10), (2, 10)]  # nothing of batch 1 reached the log
     kept = message.rsplit("its records are in ", 1)[1]
     with ipc.open_file(kept) as refused_file:
@@ -139,7 +141,7 @@ def test_a_load_failure_is_raised_by_the_next_call_and_the_batch_stays_queued(
     assert in_queue(tmp_path) == [((0,), False), ((1,), False)]  # nothing lost
     monkeypatch.undo()
     log.finish(RUN).wait()  # finish loads what is still queued first
-    assert log.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
+    assert log.log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
 
 
 def test_a_spark_batch_is_written_in_place_after_what_was_queued(
@@ -150,7 +152,7 @@ def test_a_spark_batch_is_written_in_place_after_what_was_queued(
     in_place = log.write(RUN, make_records(spark, [r for r in ROWS if r[5] == 1]))
     assert not in_place.queued and in_place.records == 10
     assert in_queue(tmp_path) == []  # batch 0 loaded before it
-    assert log.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
+    assert log.log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
 
 
 WRITER = """
@@ -184,14 +186,14 @@ def test_what_a_gone_process_left_queued_is_loaded_once(
         with SyncLog.open(*where(tmp_path), spark) as log:
             assert flush_queue(log, print) == 4
             assert log.flush() == []
-            assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
+            assert log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     else:
         with BackgroundLog.open(*where(tmp_path), spark) as behind:
             assert behind.wait()  # its start took them over
-            assert behind.log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
+            assert behind.log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     with SyncLog.open(*where(tmp_path), spark) as log:
         assert flush_queue(log, print) == 0 and log.flush() == []  # nothing twice
-        assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
+        assert log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     left = sorted(p.relative_to(storage).parts[0] for p in storage.rglob("*") if p.is_file())
     assert left == ["loaders"]  # the loaders' lock file alone: nothing queued, kept or told
 
@@ -278,16 +280,16 @@ def test_a_refused_run_is_kept_for_flush_and_logged_nowhere(tmp_path: Path, spar
             log.write(later, batch(n))
         assert log.finish(later).wait().statuses["succeeded"] == 22
         runs = "SELECT sync_id, sync_run_id, status FROM census.synclog_runs ORDER BY 2"
-        assert log.log.target.fetch(runs) == [(1234, 2, "partial")]
-        before = log.log.target.fetch(LOGGED.replace("log_id,", "sync_run_id, log_id,"))
+        assert log.log.target.client.fetch(runs) == [(1234, 2, "partial")]
+        before = log.log.target.client.fetch(LOGGED.replace("log_id,", "sync_run_id, log_id,"))
         written = log.write(earlier, batch(0))
         with pytest.raises(InputError, match="before run 2"):
             written.wait()
         with pytest.raises(InputError, match="before run 2"):
             log.finish(earlier).wait()
-        assert log.log.target.fetch(LOGGED.replace("log_id,", "sync_run_id, log_id,")) == before
-        assert log.log.target.fetch(runs) == [(1234, 2, "partial")]
-        assert log.log.target.fetch("SELECT sync_run_id FROM hightouch_audit.sync_runs") == [(2,)]
+        assert log.log.target.client.fetch(LOGGED.replace("log_id,", "sync_run_id, log_id,")) == before
+        assert log.log.target.client.fetch(runs) == [(1234, 2, "partial")]
+        assert log.log.target.client.fetch("SELECT sync_run_id FROM hightouch_audit.sync_runs") == [(2,)]
         assert in_queue(tmp_path) == []  # its end is kept as a refused run, not queued
     with SyncLog.open(url, config, spark) as log:
         (kept,) = log.flush()

@@ -17,7 +17,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from synclog.cli.demo import ANSWERS
+from synclog.cli.demo import QUESTIONS
 from synclog.cli.main import describe, main
 from synclog.demo.simulator import history
 from synclog.plugins.manager import registry
@@ -221,8 +221,9 @@ def test_the_demo_names_every_column_it_selects(demo: Path) -> None:
 
     url = TargetURL.parse(f"duckdb:///{demo / 'demo.duckdb'}")
     with Asked(url, TargetSettings(read_only=True), DUCKDB) as target:
-        for answer in (ANSWERS["census"], ANSWERS["hightouch"]):
-            answer(target, 5678)
+        for questions in (QUESTIONS["census"], QUESTIONS["hightouch"]):
+            for _, answer in questions(target, 5678):
+                answer()
     assert len(asked) == 6
     for sql in asked:
         unnamed = [
@@ -395,3 +396,35 @@ def test_spark_starts_quietly_unless_verbose(demo: Path, tmp_path: Path) -> None
     verbose = run_cli("--verbose", *args, "--target", f"duckdb:///{tmp_path / 'verbose.duckdb'}")
     assert verbose.returncode == 0, verbose.stderr
     assert "Using Spark's default log4j profile" in verbose.stderr
+
+
+def test_a_question_the_target_refuses_is_one_line_and_the_rest_are_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo asks on: a question the warehouse refuses prints one line naming the target and the
+    error, never the driver's bare error as the command's end; one its capabilities cannot ask
+    says which capability."""
+    from synclog.cli.demo import _ask
+    from synclog.demo.report import Unanswerable
+
+    class ServerException(Exception):
+        pass
+
+    def refused() -> pa.Table:
+        raise ServerException("Code: 62.\nDB::Exception: Syntax error")
+
+    def lacking() -> pa.Table:
+        raise Unanswerable("this target has no window functions (OVER) (window_functions = no)")
+
+    url = TargetURL.parse(f"duckdb:///{tmp_path / 'x.duckdb'}")
+    with DuckDBTarget(url, TargetSettings(), DUCKDB) as target:
+        answered = [
+            _ask(target, ("First?", refused)),
+            _ask(target, ("Second?", lacking)),
+            _ask(target, ("Third?", lambda: pa.table({"n": [1]}))),
+        ]
+    assert answered == [False, True, True]
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:2] == ["First?", f"  {url} could not answer it: ServerException: Code: 62."]
+    assert "  not asked: this target has no window functions (OVER) (window_functions = no)" in printed
+    assert "Third?" in printed

@@ -89,7 +89,7 @@ def test_finish_runs_no_spark_job_when_no_identifier_repeats(spark: SparkSession
         before = jobs.getJobIdsForGroup()
         log.finish(run)
         assert jobs.getJobIdsForGroup() == before
-        assert log.target.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
+        assert log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(20,)]
 
 
 def _task_reports(tmp_path: Path, batches: dict[int, list[int]]) -> list[dict[str, object]]:

@@ -185,7 +185,7 @@ def in_place(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> l
             for rows in batches(run):
                 log.write(run, make_records(spark, [tuple(r[c] for c in RECORD_COLUMNS) for r in rows]))
             assert log.finish(run).statuses == COUNTED
-        return log.target.fetch(LOGGED)
+        return log.target.client.fetch(LOGGED)
 
 
 def test_engines_at_once_queue_and_exit_and_one_tick_loads_them_all(
@@ -213,7 +213,7 @@ def test_engines_at_once_queue_and_exit_and_one_tick_loads_them_all(
             "census.destination_objects",
         ]
         assert loader.stats.loads == dict.fromkeys([*tables, "census.synclog_runs"], 1)  # one load each
-        assert log.target.fetch(LOGGED) == in_place
+        assert log.target.client.fetch(LOGGED) == in_place
     finally:
         loader.lease.release()
         log.close()

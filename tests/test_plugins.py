@@ -15,7 +15,7 @@ import pluggy
 import pytest
 
 from synclog import plugin_api as api
-from synclog.capabilities import Capabilities, Schemas
+from synclog.capabilities import Capabilities, Schemas, Staging, SwapStrategy
 from synclog.errors import ConfigError
 from synclog.plugins import manager
 from synclog.plugins.hookspecs import hookimpl
@@ -79,7 +79,7 @@ class _NoReadBack(Target):
     """Everything but `read_rows`, which the hightouch layout calls."""
 
     def ensure(self, tables: object) -> None: ...
-    def replace_rows(self, table: object, rows: object, scope: object = None) -> int: ...  # type: ignore[empty-body]
+    def replace_rows(self, table: object, rows: object, keys: object) -> int: ...  # type: ignore[empty-body]
     def delete_expired(self, table: object, cutoffs: object) -> int: ...  # type: ignore[empty-body]
     def query(self, sql: str, params: object = ()) -> object: ...
     def existing_tables(self, tables: object) -> list[object]: ...  # type: ignore[empty-body]
@@ -98,12 +98,8 @@ def test_a_target_lacking_what_its_layouts_call_is_refused_naming_the_methods() 
     assert missing_methods(SqlTarget, census_only) == ["load_files"]
     dropping = replace(census_only, partition_drop=True)
     assert missing_methods(SqlTarget, dropping) == ["load_files", "drop_partitions"]
-
-    class OwnRetention(SqlTarget):
-        def delete_expired(self, table: object, cutoffs: object) -> int:  # type: ignore[override]
-            return 0
-
-    assert "drop_partitions" not in missing_methods(OwnRetention, dropping)  # it never calls it
+    tasks = replace(census_only, staging=Staging.TASKS)
+    assert missing_methods(SqlTarget, tasks) == ["task_writer"]  # declared, whatever it overrides
 
 
 def test_a_target_whose_capabilities_pick_no_swap_is_refused_at_registration() -> None:
@@ -121,12 +117,60 @@ def test_a_target_whose_capabilities_pick_no_swap_is_refused_at_registration() -
     partitioned = replace(stuck, partition_replace=True)
     with pytest.raises(ConfigError, match=r"does not implement replace_partition$"):
         manager.registry().register(replace(kind, capabilities=partitioned))
+    own = replace(stuck, swap=SwapStrategy.OWN)
+    with pytest.raises(ConfigError, match=r"does not implement swap_statements$"):
+        check_target_class("own-swap", DuckDBTarget, own)  # its own swap is declared, then required
 
-    class OwnSwap(DuckDBTarget):
-        def swap_statements(self, table: object, relation: object, stage: object, scope: object) -> list[Any]:  # type: ignore[override]
+    class OwnSwap(DuckDBTarget, api.OwnSwap):
+        def swap_statements(self, table: object, relation: object, stage: object, keys: object) -> list[Any]:  # type: ignore[override]
             return []
 
-    check_target_class("own-swap", OwnSwap, stuck)  # a class with a swap of its own needs no strategy
+    check_target_class("own-swap", OwnSwap, own)
+
+
+@pytest.mark.parametrize(
+    ("declared", "refused"),
+    [
+        ({"swap": SwapStrategy.MERGE}, r"declares swap = merge, which needs merge = yes$"),
+        (
+            {"swap": SwapStrategy.PARTITION_REPLACE},
+            r"declares swap = partition-replace, which needs partition_replace = yes$",
+        ),
+        (
+            {"transactions": False, "merge": True, "swap": SwapStrategy.DELETE_INSERT},
+            r"declares swap = delete-insert, which needs transactions = yes$",
+        ),
+        (
+            {"replays_statements": True, "swap": SwapStrategy.DELETE_INSERT},
+            r"declares swap = delete-insert with replays_statements = yes: a replayed INSERT would add its ",
+        ),
+    ],
+)
+def test_a_swap_strategy_the_capabilities_cannot_run_is_refused_in_one_line(
+    declared: dict[str, Any], refused: str
+) -> None:
+    """`swap` names a strategy; one the capabilities cannot run is refused when registered."""
+    kind = TargetType("chosen", ("chosen",), replace(DUCKDB, **declared), "a chosen swap", DuckDBTarget)
+    with pytest.raises(
+        ConfigError, match=r"^target 'chosen' \(synclog.targets.duckdb.DuckDBTarget\) " + refused
+    ):
+        manager.registry().register(kind)
+
+
+def test_the_swap_strategy_is_the_declared_one_else_the_first_that_applies() -> None:
+    """Today's order by default: delete-insert (insert-missing where the client replays statements)
+    with transactions, else MERGE, else partition replace; a declared one its capabilities allow
+    replaces it."""
+    assert DUCKDB.swap_strategy is SwapStrategy.DELETE_INSERT
+    assert replace(DUCKDB, replays_statements=True).swap_strategy is SwapStrategy.INSERT_MISSING
+    assert replace(DUCKDB, merge=True).swap_strategy is SwapStrategy.DELETE_INSERT
+    assert replace(DUCKDB, transactions=False, merge=True).swap_strategy is SwapStrategy.MERGE
+    partitioned = replace(DUCKDB, transactions=False, partition_replace=True)
+    assert partitioned.swap_strategy is SwapStrategy.PARTITION_REPLACE
+    chosen = replace(DUCKDB, merge=True, swap=SwapStrategy.MERGE)
+    assert chosen.swap_strategy is SwapStrategy.MERGE and chosen.swap_refusal() is None
+    assert dict(chosen.as_rows())["swap"] == "merge"
+    assert dict(DUCKDB.as_rows())["swap"] == "delete-insert"
 
 
 def test_a_sql_target_takes_part_in_what_its_capabilities_need_by_mixin() -> None:
@@ -216,6 +260,36 @@ def test_the_guide_lists_exactly_the_override_points_of_a_sql_target() -> None:
         assert listed == overridable(cls), cls.__name__
 
 
+def test_the_guides_class_table_lists_every_conformance_class() -> None:
+    """docs/plugins.md's section 7 names every class of the suite a plugin's tests may take
+    (`TargetConformance` is all of them, `PortableConformance` all but QUALIFY's), and the two."""
+    from synclog_testing import conformance
+    from synclog_testing.base import ConformanceBase
+
+    guide = (Path(__file__).parents[1] / "docs" / "plugins.md").read_text()
+    section = guide.split("## 7. The conformance suite", 1)[1].split("## 8.", 1)[0]
+    listed = set(re.findall(r"^\| `(\w+Conformance)` \|", section, re.M))
+    classes = {
+        name
+        for name, value in vars(conformance).items()
+        if isinstance(value, type) and issubclass(value, ConformanceBase) and value is not ConformanceBase
+    }
+    assert listed == classes - {"TargetConformance", "PortableConformance"}
+    assert "`TargetConformance`" in section and "`PortableConformance`" in section
+
+
+def test_every_warehouse_page_says_what_a_write_reads() -> None:
+    """docs/warehouses/<target>.md (with the plugin README it includes) and the SQLite example's
+    README say what a write reads on that warehouse."""
+    root = Path(__file__).parents[1]
+    pages = [p for p in (root / "docs" / "warehouses").glob("*.md") if p.name != "index.md"]
+    for page in [*pages, root / "examples" / "synclog-sqlite" / "README.md"]:
+        text = page.read_text()
+        for included in re.findall(r'^--8<-- "([^"]+)"$', text, re.M):
+            text += (root / included).read_text()
+        assert "**What a write reads**" in text, page.name
+
+
 def test_the_guide_lists_exactly_what_plugin_api_exports() -> None:
     """docs/plugins.md's section 10 names every export of `synclog.plugin_api` and nothing else,
     and every `api.X` in the guide, the official plugins and the example is exported."""
@@ -301,9 +375,8 @@ def _view_statements(transactional_ddl: bool, tmp_path: Path) -> list[list[str]]
     target = SqliteTarget(
         TargetURL.parse(f"sqlite:///{tmp_path / 'ddl.sqlite'}"), TargetSettings(), capabilities
     )
-    target.client = recording = Recording(
-        target.client.connection, target.client.outages, target.client.where
-    )
+    opened = target.client
+    target.client = recording = Recording(opened.connection, opened.outages, opened.where, opened.dialect)
     wider = replace(SYNC_LOG, columns=(*SYNC_LOG.columns, Column("added_later", ColumnType.STRING)))
     seen = []
     for table in (SYNC_LOG, SYNC_LOG, wider):
@@ -346,5 +419,5 @@ def test_the_target_type_gives_connector_and_target_their_capabilities(tmp_path:
     connector = Connector.for_type(kind, url, TargetSettings(database="ticks"))
     assert connector.capabilities.identifier_quote == "`"
     assert connector.target.capabilities == connector.capabilities
-    assert connector.target.quote("odd") == "`odd`"
+    assert connector.target.dialect.quote("odd") == "`odd`"
     connector.close()

@@ -18,14 +18,15 @@ from synclog_testing.read_back import READS, check_empty_read_back, check_read_b
 class GenericClient(DuckDBClient):
     """DuckDB read back through SqlClient's default result (the path clients inherit)."""
 
-    result_batches = SqlClient.result_batches
+    batches_bound = SqlClient.batches_bound
 
 
 def open_target(kind: type[DuckDBClient], tmp_path: Path) -> DuckDBTarget:
     """A DuckDB target whose client is of `kind`."""
     settings = TargetSettings(storage=Location.parse(str(tmp_path / "storage")))
     target = DuckDBTarget(TargetURL.parse(f"duckdb:///{tmp_path / 'target.duckdb'}"), settings, CAPABILITIES)
-    target.client = kind(target.client.connection, target.client.outages, target.client.where)
+    opened = target.client
+    target.client = kind(opened.connection, opened.outages, opened.where, opened.dialect)
     return target
 
 

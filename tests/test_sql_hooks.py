@@ -20,7 +20,9 @@ from synclog.plugin_api import (
     Column,
     ColumnType,
     Cutoffs,
+    Keys,
     Relation,
+    SqlTarget,
     TableSpec,
     TargetError,
     TargetSettings,
@@ -37,8 +39,8 @@ DECLARED = {**DuckDBDialect.type_names, ColumnType.JSON: "JSON"}
 
 
 class _HookedDialect(DuckDBDialect):
-    """DuckDB whose `type_names` are no types at all: SQL that bypasses `column_sql` and
-    `cast_sql` fails."""
+    """DuckDB whose `type_names` are no types at all: SQL that bypasses `column_sql`, `cast_sql`
+    and `stage_type` fails."""
 
     type_names: ClassVar[dict[ColumnType, str]] = dict.fromkeys(DuckDBDialect.type_names, "NOT_A_TYPE")
 
@@ -48,19 +50,29 @@ class _HookedDialect(DuckDBDialect):
     def cast_sql(self, expression: str, type_: ColumnType) -> str:
         return f"CAST({expression} AS {DECLARED[type_]})"
 
+    def stage_type(self, column: Column) -> str:
+        return DECLARED[column.type]
+
+
+def speaking(
+    target: DuckDBTarget, dialect: type[DuckDBDialect], client: type[DuckDBClient] = DuckDBClient
+) -> None:
+    """Give `target` a client of its connection in `dialect`."""
+    opened = target.client
+    target.client = client(opened.connection, opened.outages, opened.where, dialect(target.capabilities))
+
 
 class _HookedDuckDB(DuckDBTarget):
     """DuckDB in the hooked dialect. It records the days `ensure_partitions` sees in each stage."""
 
-    dialect_class = _HookedDialect
-
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
         super().__init__(url, settings, capabilities)
+        speaking(self, _HookedDialect)
         self.partitions_made: list[tuple[str, list[date]]] = []
 
     def ensure_partitions(self, table: TableSpec, relation: Relation, stage: Relation) -> None:
-        time = self.quote(table.time_column or "")
-        days = self.fetch(f"SELECT DISTINCT CAST({time} AS DATE) FROM {stage.render()} ORDER BY 1")
+        time = self.dialect.quote(table.time_column or "")
+        days = self.client.fetch(f"SELECT DISTINCT CAST({time} AS DATE) FROM {stage.render()} ORDER BY 1")
         self.partitions_made.append((relation.name, [day for (day,) in days]))
 
 
@@ -70,6 +82,11 @@ def hooked(tmp_path: Path) -> Iterator[_HookedDuckDB]:
     target = _HookedDuckDB(TargetURL.parse(f"duckdb:///{tmp_path / 'hooked.duckdb'}"), settings, DUCKDB)
     yield target
     target.close()
+
+
+def load(target: SqlTarget, table: TableSpec, rows: Rows) -> int:
+    """Load rows built on the driver in place of those of their keys."""
+    return target.replace_rows(table, rows, Keys.of_rows(table, rows))
 
 
 def log_row(n: int, started: datetime) -> dict[str, Any]:
@@ -88,9 +105,9 @@ def test_declarations_casts_and_partitions_go_through_their_hooks(
     hooked.ensure([SYNC_LOG, SOURCE_OBJECTS])  # tables, views and synclog_versions: column_sql only
     days = [datetime(2026, 3, 1, 8, tzinfo=UTC), datetime(2026, 3, 2, 9, tzinfo=UTC)]
     rows = [log_row(n, started) for n, started in enumerate(days)]
-    assert hooked.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, rows)) == 2
+    assert load(hooked, SYNC_LOG, Rows.local(spark, SYNC_LOG, rows)) == 2
     source = {"id": 1, "name": "segment"}
-    assert hooked.replace_rows(SOURCE_OBJECTS, Rows.local(spark, SOURCE_OBJECTS, [source])) == 1
+    assert load(hooked, SOURCE_OBJECTS, Rows.local(spark, SOURCE_OBJECTS, [source])) == 1
     # Only the table with a time column asks for partitions, for the days its stage holds.
     assert hooked.partitions_made == [("sync_log_records", [date(2026, 3, 1), date(2026, 3, 2)])]
 
@@ -115,7 +132,9 @@ class _EngineClauseDialect(DuckDBDialect):
 
 
 class _EngineClause(DuckDBTarget):
-    dialect_class = _EngineClauseDialect
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
+        speaking(self, _EngineClauseDialect)
 
 
 def test_every_framework_table_is_created_through_create_table_sql(tmp_path: Path) -> None:
@@ -124,7 +143,7 @@ def test_every_framework_table_is_created_through_create_table_sql(tmp_path: Pat
     target = _EngineClause(TargetURL.parse(f"duckdb:///{tmp_path / 'clause.duckdb'}"), settings, DUCKDB)
     try:
         target.ensure([SYNC_LOG, SOURCE_OBJECTS])
-        checked = target.fetch(
+        checked = target.client.fetch(
             "SELECT schema_name, table_name FROM duckdb_constraints() "
             "WHERE constraint_type = 'CHECK' ORDER BY ALL"
         )
@@ -133,7 +152,7 @@ def test_every_framework_table_is_created_through_create_table_sql(tmp_path: Pat
             ("census", "sync_log_records"),
             ("census", "synclog_versions"),
         ]
-        versions = target.fetch("SELECT table_name, version FROM census.synclog_versions ORDER BY ALL")
+        versions = target.client.fetch("SELECT table_name, version FROM census.synclog_versions ORDER BY ALL")
         assert versions == [("source_objects", 1), ("sync_log_records", 1)]
     finally:
         target.close()
@@ -147,7 +166,7 @@ def test_without_read_casts_a_read_back_casts_nothing(tmp_path: Path, spark: Spa
         narrow = replace(SYNC_LOG, view=None, columns=SYNC_LOG.columns[:3])
         target.ensure([narrow])
         row = {"log_id": "a", "sync_id": 7, "sync_run_id": 1}
-        target.replace_rows(narrow, Rows.local(spark, narrow, [row]))
+        target.replace_rows(narrow, Rows.local(spark, narrow, [row]), Keys.scope({"sync_id": 7}))
         with target.read_rows(replace(SYNC_LOG, view=None), 7, spark) as read:
             assert read is not None
             (row,) = read.collect()
@@ -164,10 +183,10 @@ def test_the_identifier_quote_is_a_capability(tmp_path: Path, spark: SparkSessio
     target = SqliteTarget(TargetURL.parse(f"sqlite:///{tmp_path / 'tick.sqlite'}"), settings, backticks)
     try:
         assert target.relation(SYNC_LOG).render() == "`census`.`sync_log_records`"
-        assert target.quote("odd`name") == "`odd``name`"
+        assert target.dialect.quote("odd`name") == "`odd``name`"
         target.ensure([SYNC_LOG])
         rows = [log_row(0, datetime(2026, 3, 1, tzinfo=UTC))]
-        assert target.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, rows)) == 1
+        assert load(target, SYNC_LOG, Rows.local(spark, SYNC_LOG, rows)) == 1
         assert target.query("SELECT `log_id` FROM `census`.`sync_log`").column(0).to_pylist() == ["l0"]
     finally:
         target.close()
@@ -183,7 +202,8 @@ def test_an_outage_is_told_by_a_test_of_the_drivers_error(tmp_path: Path) -> Non
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("CREATE TABLE t (a INTEGER)")
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the file's write lock
-    client = SqliteClient(sqlite3.connect(path, isolation_level=None, timeout=0), (is_outage,), "SQLite x")
+    connection = sqlite3.connect(path, isolation_level=None, timeout=0)
+    client = SqliteClient(connection, (is_outage,), "SQLite x", SqliteDialect(CAPABILITIES))
     try:
         with pytest.raises(TargetError, match=r"^SQLite x: database is locked$"):
             client.execute("INSERT INTO t VALUES (?)", [1])
@@ -249,11 +269,9 @@ class _Recording(DuckDBClient):
 
 
 class _NamedDuckDB(DuckDBTarget):
-    dialect_class = _NamedDialect
-
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
         super().__init__(url, settings, capabilities)
-        self.client = _Recording(self.client.connection, self.client.outages, self.client.where)
+        speaking(self, _NamedDialect, _Recording)
 
 
 def test_a_driver_with_named_typed_parameters_needs_no_rewrite_of_the_cores_sql(
@@ -268,16 +286,16 @@ def test_a_driver_with_named_typed_parameters_needs_no_rewrite_of_the_cores_sql(
         target.ensure([SYNC_LOG])
         days = [datetime(2026, 3, 1, 8, tzinfo=UTC), datetime(2026, 3, 2, 9, tzinfo=UTC)]
         rows = [log_row(n, started) for n, started in enumerate(days)]
-        assert target.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, rows)) == 2
+        assert load(target, SYNC_LOG, Rows.local(spark, SYNC_LOG, rows)) == 2
         read = "SELECT log_id FROM census.sync_log WHERE sync_id = ? AND log_id <> '?' ORDER BY 1"
         assert target.query(read, [7]).column(0).to_pylist() == ["l0", "l1"]
         assert target.delete_expired(SYNC_LOG, Cutoffs(default=datetime(2026, 3, 2, tzinfo=UTC))) == 1
         with target.read_rows(SYNC_LOG, 7, spark) as frame:
             assert frame is not None
             assert [r["log_id"] for r in frame.collect()] == ["l1"]
-        assert target.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, []), scope={"sync_id": 7}) == 0
+        assert target.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, []), Keys.scope({"sync_id": 7})) == 0
         assert target.query(read, [7]).num_rows == 0
-        assert target.fetch("SELECT max(version) FROM census.synclog_versions")[0][0] == 1
+        assert target.client.fetch("SELECT max(version) FROM census.synclog_versions")[0][0] == 1
     finally:
         target.close()
     with_values = [params for params in _Recording.bound if params]
@@ -292,7 +310,12 @@ class _NamedSqliteDialect(SqliteDialect):
 
 
 class _NamedSqlite(SqliteTarget):
-    dialect_class = _NamedSqliteDialect
+    def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        super().__init__(url, settings, capabilities)
+        opened = self.client
+        self.client = SqliteClient(
+            opened.connection, opened.outages, opened.where, _NamedSqliteDialect(capabilities)
+        )
 
 
 def test_the_default_named_marker_is_the_db_apis_named_style(tmp_path: Path, spark: SparkSession) -> None:
@@ -303,8 +326,8 @@ def test_the_default_named_marker_is_the_db_apis_named_style(tmp_path: Path, spa
         table = replace(SYNC_LOG, view=None)
         target.ensure([table])
         rows = [log_row(n, datetime(2026, 3, n + 1, tzinfo=UTC)) for n in range(3)]
-        assert target.replace_rows(table, Rows.local(spark, table, rows)) == 3
-        assert target.replace_rows(table, Rows.local(spark, table, rows[:1])) == 1  # replaces l0 only
+        assert load(target, table, Rows.local(spark, table, rows)) == 3
+        assert load(target, table, Rows.local(spark, table, rows[:1])) == 1  # replaces l0 only
         assert target.delete_expired(table, Cutoffs(default=datetime(2026, 3, 2, tzinfo=UTC))) == 1
         read = "SELECT log_id FROM census.sync_log_records WHERE sync_id = ? ORDER BY 1"
         assert target.query(read, [7]).column(0).to_pylist() == ["l1", "l2"]

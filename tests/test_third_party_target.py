@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from synclog.model import RunStatus
 from synclog.storage.location import Location
 from synclog.targets.base import Cutoffs, Target, TargetSettings
 from synclog.targets.duckdb import CAPABILITIES, DuckDBTarget
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.targets.staging import Stages
 from synclog.targets.tables import TableSpec
@@ -44,9 +45,9 @@ class Wrapping(Target):
     def ensure(self, tables: Sequence[TableSpec]) -> None:
         self.inner.ensure(tables)
 
-    def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
+    def replace_rows(self, table: TableSpec, rows: Rows, keys: Keys) -> int:
         self.replaced.append(table.name)
-        return self.inner.replace_rows(table, rows, scope)
+        return self.inner.replace_rows(table, rows, keys)
 
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
         return self.inner.delete_expired(table, cutoffs)

@@ -29,8 +29,11 @@ class Staging(StrEnum):
     """The core writes them as Parquet files under `storage` (executors for a Spark frame) and
     the target loads the manifest (COPY, PUT + COPY, a load job, a local scan)."""
     EXECUTORS = "executors"
-    """The target is handed the Spark frame and each task loads its own rows (COPY from the
-    executors, files written by the tasks)."""
+    """The target is handed the Spark frame and its executors load the rows (an `INSERT … SELECT`
+    from the frame: `FrameLoader`)."""
+    TASKS = "tasks"
+    """Each Spark task puts its rows into the stage through the target's own writer, and the
+    driver finishes the stage from the tasks' reports (COPY from the executors: `TaskLoader`)."""
 
 
 class FileFormat(StrEnum):
@@ -55,6 +58,24 @@ class Schemas(StrEnum):
     without a schema (an attached database resolves a view's names in its own file)."""
 
 
+class SwapStrategy(StrEnum):
+    """How a SQL target replaces the rows a load carries once its stage is filled
+    (`synclog.targets.swaps`): `Capabilities.swap` names one, else the first that applies."""
+
+    DELETE_INSERT = "delete-insert"
+    """[lock,] DELETE of the replaced keys, INSERT of the staged rows, in one transaction."""
+    INSERT_MISSING = "insert-missing"
+    """The same, the INSERT adding rows only while the table holds none of the replaced keys (a
+    client that replays statements)."""
+    MERGE = "merge"
+    """One MERGE that deletes the rows of the replaced keys and inserts the staged rows."""
+    PARTITION_REPLACE = "partition-replace"
+    """Each partition touched rewritten in one step (`PartitionReplacer`)."""
+    OWN = "own"
+    """The target's own statements (`OwnSwap`), which the conformance suite holds to the same
+    tests as every strategy."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """A target's abilities and limits; the core reads every field to decide what it does."""
@@ -77,6 +98,10 @@ class Capabilities:
     (ClickHouse's REPLACE PARTITION, Hive-style tables): where there are neither transactions nor
     MERGE, a replace rewrites each partition it touches in one statement of the target's
     (`PartitionReplacer`), and retention does the same with the expired rows."""
+    swap: SwapStrategy | None = None
+    """The swap strategy (`SwapStrategy`), checked against the capabilities when the target type
+    is registered; None: the first that applies, in the order delete-and-insert (insert-only-
+    missing where the client replays statements) with `transactions`, `merge`, `partition_replace`."""
     replays_statements: bool = False
     """Whether the target's client may replay a statement (send it again when a dropped connection
     lost its answer), so that the warehouse may run it twice (Snowflake's connector retries its
@@ -102,6 +127,12 @@ class Capabilities:
     """Whether CAST(x AS <declared type>) gives back a stored column's type. Where CAST follows type
     affinity instead (SQLite, whose timestamps are ISO-8601 text), read-backs select stored columns
     as they are and the core casts the Arrow result to the table's types."""
+    ctes: bool = True
+    """Whether a query may start with WITH (common table expressions). The core's own reads use
+    none; the demo and seed queries that do are skipped with one line where this is no."""
+    window_functions: bool = True
+    """Whether `… OVER (…)` exists (LAG, ROW_NUMBER): the demo's question and seed queries that
+    need one are skipped with one line where this is no."""
     partition_expiry: bool = False
     """Whether old day partitions can expire by themselves (BigQuery's partition_expiration_days):
     retention sets the expiry, then deletes what syncs with a shorter retention keep."""
@@ -123,9 +154,62 @@ class Capabilities:
     that serves it (`synclog.loading`) opens it only while it loads, and a `BackgroundLog` that
     loads its own batches (no loader runs) warns that its engines' processes would take turns."""
 
+    @property
+    def swap_strategy(self) -> SwapStrategy | None:
+        """The strategy `swap` names, else the first that applies (None: none does)."""
+        if self.swap is not None:
+            return self.swap
+        if self.transactions:
+            return SwapStrategy.INSERT_MISSING if self.replays_statements else SwapStrategy.DELETE_INSERT
+        if self.merge:
+            return SwapStrategy.MERGE
+        if self.partition_replace:
+            return SwapStrategy.PARTITION_REPLACE
+        return None
+
+    def swap_refusal(self) -> str | None:
+        """Why these capabilities cannot replace rows with their swap strategy, in one line; None
+        when they can."""
+        strategy = self.swap_strategy
+        if strategy is None:
+            return NO_SWAP
+        needed = _STRATEGY_NEEDS.get(strategy)
+        if needed is not None and not getattr(self, needed):
+            return f"declares swap = {strategy}, which needs {needed} = yes"
+        if strategy is SwapStrategy.DELETE_INSERT and self.replays_statements:
+            return (
+                f"declares swap = {strategy} with replays_statements = yes: a replayed INSERT would add "
+                f"its rows twice (choose {SwapStrategy.INSERT_MISSING} or {SwapStrategy.MERGE})"
+            )
+        return None
+
     def as_rows(self) -> list[tuple[str, str]]:
-        """(name, value) pairs, for `synclog plugins` and the generated docs matrix."""
-        return [(f.name, _show(getattr(self, f.name))) for f in fields(self)]
+        """(name, value) pairs, for `synclog plugins` and the generated docs matrix (`swap` as the
+        strategy it picks)."""
+        shown = {"swap": self.swap_strategy}
+        return [(f.name, _show(shown.get(f.name, getattr(self, f.name)))) for f in fields(self)]
+
+    def lacking(self, *needed: str) -> str | None:
+        """One line naming the first of the boolean capabilities `needed` this target lacks
+        (`window_functions`), or None when it has them all."""
+        for name in needed:
+            if not getattr(self, name):
+                return f"this target has no {_LABELS.get(name, name)} ({name} = no)"
+        return None
+
+
+_LABELS = {"ctes": "WITH queries (common table expressions)", "window_functions": "window functions (OVER)"}
+"""How `Capabilities.lacking` names a capability."""
+NO_SWAP = (
+    "declares no transactions, no merge and no partition_replace, one of which picks how it replaces rows"
+)
+_STRATEGY_NEEDS = {
+    SwapStrategy.DELETE_INSERT: "transactions",
+    SwapStrategy.INSERT_MISSING: "transactions",
+    SwapStrategy.MERGE: "merge",
+    SwapStrategy.PARTITION_REPLACE: "partition_replace",
+}
+"""The capability each strategy of the core needs."""
 
 
 def _show(value: object) -> str:

@@ -12,7 +12,7 @@ Names exported here keep their meaning within a plugin API version; anything els
 its section 10 lists every name exported here.
 """
 
-from synclog.capabilities import Capabilities, Casefold, FileFormat, Schemas, Staging
+from synclog.capabilities import Capabilities, Casefold, FileFormat, Schemas, Staging, SwapStrategy
 from synclog.config import DEFAULT_RETENTION_DAYS
 from synclog.errors import ConfigError, InputError, Outage, SynclogError, TargetError, first_line, outages
 from synclog.naming import LineageDataset, Relation, check_name, lineage_namespace
@@ -25,6 +25,7 @@ from synclog.targets import sql_statements
 from synclog.targets.base import Cutoffs, Target, TargetSettings, TargetType
 from synclog.targets.contract import LAYOUT_METHODS
 from synclog.targets.export import rows_batch, write_batches
+from synclog.targets.keys import KeyGroup, Keys, RunBatches
 from synclog.targets.literals import plain_text
 from synclog.targets.rows import Rows
 from synclog.targets.sql import SqlTarget
@@ -36,10 +37,12 @@ from synclog.targets.sql_loaders import (
     PartitionDropper,
     PartitionExpirer,
     SchemaAttacher,
+    TaskLoader,
 )
 from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_NAME, STAGE_PREFIX
 from synclog.targets.staging import FileStageWriter, Stages, StageWriter, TaskStage
+from synclog.targets.swaps.choice import OwnSwap
 from synclog.targets.swaps.partition_replace import (
     Partitioning,
     PartitionReplacer,
@@ -68,10 +71,13 @@ __all__ = [
     "FileStageWriter",
     "FrameLoader",
     "InputError",
+    "KeyGroup",
+    "Keys",
     "LineageDataset",
     "Location",
     "Manifest",
     "Outage",
+    "OwnSwap",
     "Params",
     "PartitionDropper",
     "PartitionExpirer",
@@ -80,6 +86,7 @@ __all__ = [
     "Partitioning",
     "Relation",
     "Rows",
+    "RunBatches",
     "SchemaAttacher",
     "Schemas",
     "SqlClient",
@@ -90,6 +97,7 @@ __all__ = [
     "Staging",
     "Statement",
     "StoredFile",
+    "SwapStrategy",
     "SynclogError",
     "TableSpec",
     "Target",
@@ -98,6 +106,7 @@ __all__ = [
     "TargetSettings",
     "TargetType",
     "TargetURL",
+    "TaskLoader",
     "TaskStage",
     "by_name",
     "check_name",

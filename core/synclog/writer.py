@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence, Set
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -39,6 +39,7 @@ from synclog.storage.store_task import RunKey
 from synclog.storage.sweep import sweep
 from synclog.targets.base import Target
 from synclog.targets.connector import Connector
+from synclog.targets.keys import Keys, RunBatches, load_keys
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 from synclog.write_frames import Prepared, canonical_of
@@ -328,17 +329,18 @@ class SyncLog:
         passes["validate, store and stage"] = time.perf_counter() - started
         done = {s.table for s in staged}
         try:
-            relations = self._swap(staged, result.stages, passes)
+            carried = {key: _carried(run, written[key].batches) for key, run in runs.items()}
+            relations = self._swap(staged, result.stages, passes, carried)
             loaded: dict[RunKey, dict[str, int] | None] = {
                 key: {rel: written[key].records for rel, holds in relations.items() if key in holds}
                 for key in runs
             }
             parts = [
-                (run, self.store.read(self.spark, run, written[key].batches)) for key, run in runs.items()
+                (run, self.store.read(self.spark, run, written[key].batches), written[key].batches)
+                for key, run in runs.items()
+                if written[key].batches
             ]
-            for key, more in self._load_many(
-                [p for p in parts if written[_key(p[0])].batches], Phase.BATCHES, passes, skip=done
-            ).items():
+            for key, more in self._load_many(parts, Phase.BATCHES, passes, skip=done).items():
                 loaded[key] = {**(loaded[key] or {}), **more}
         except TargetError as exc:
             self._release(staged, None)
@@ -397,10 +399,14 @@ class SyncLog:
                 yield load
 
     def _swap(
-        self, staged: list[_Staged], reports: list[list[str]], passes: dict[str, float]
+        self,
+        staged: list[_Staged],
+        reports: list[list[str]],
+        passes: dict[str, float],
+        carried: Mapping[RunKey, list[RunBatches]],
     ) -> dict[str, frozenset[RunKey]]:
-        """Finish each stage the job filled, swap it into its table, release it; each table swapped
-        with the runs whose rows it took."""
+        """Finish each stage the job filled, swap it into its table in place of the rows of the
+        batches its runs `carried`, release it; each table swapped with the runs whose rows it took."""
         swapped: dict[str, frozenset[RunKey]] = {}
         target = self.target
         stages = target.stages()
@@ -412,7 +418,8 @@ class SyncLog:
             started = time.perf_counter()
             try:
                 count = stages.load_staged(item.stage, item.spec, done)
-                stages.swap_staged(item.spec, item.stage, count, None)
+                runs = [batches for key in sorted(item.runs) for batches in carried[key]]
+                stages.swap_staged(item.spec, item.stage, count, Keys.of_batches(item.spec.replace_key, runs))
             finally:
                 stages.release_stage(item.stage)
             relation = str(target.relation(item.table, item.table.view))
@@ -622,7 +629,9 @@ class SyncLog:
         passes = {} if passes is None else passes
         loaded: dict[RunKey, dict[str, int] | InputError | None] = {_key(run): {} for run, _ in runs}
         try:
-            parts = [(run, self.store.read(self.spark, run, batches)) for run, batches in runs if batches]
+            parts = [
+                (run, self.store.read(self.spark, run, batches), batches) for run, batches in runs if batches
+            ]
             for key, more in self._load_many(parts, Phase.BATCHES, passes).items():
                 loaded[key] = {**_dict(loaded[key]), **more}
             for run, _ in runs:
@@ -636,7 +645,7 @@ class SyncLog:
                     except InputError as exc:  # refused: the run stays whole in the store, for flush
                         self.spool.mark(run, (), finished=True, refused=str(exc))
                         loaded[_key(run)] = exc
-                whole = [(run, self.store.read(self.spark, run)) for run in admitted]
+                whole = [(run, self.store.read(self.spark, run), ()) for run in admitted]
                 for key, more in self._load_many(whole, Phase.RUN, passes).items():
                     loaded[key] = {**_dict(loaded[key]), **more}
                 for run in admitted:
@@ -693,18 +702,20 @@ class SyncLog:
 
     def _load_many(
         self,
-        parts: Sequence[tuple[Run, DataFrame]],
+        parts: Sequence[tuple[Run, DataFrame, Sequence[int]]],
         phase: Phase,
         passes: dict[str, float],
         skip: Set[TableSpec] = frozenset(),
     ) -> dict[RunKey, dict[str, int]]:
-        """Load each table of each layout's loads of `phase` for each run (with its `records`)
-        but those in `skip`: a table's loads of several runs as few loads as can be
-        (`load_merge.merged`). The rows loaded per table, for each run."""
-        loaded: dict[RunKey, dict[str, int]] = {_key(run): {} for run, _ in parts}
+        """Load each table of each layout's loads of `phase` for each run (with its `records`, of
+        its `batches`) but those in `skip`, each in place of the rows it replaces (its scope, its
+        rows' keys, or those of the batches): a table's loads of several runs as few loads as
+        can be (`load_merge.merged`). The rows loaded per table, for each run."""
+        loaded: dict[RunKey, dict[str, int]] = {_key(run): {} for run, _, _ in parts}
+        carried = {_key(run): _carried(run, batches) for run, _, batches in parts}
         with ExitStack() as reads:
             tables: dict[TableSpec, list[tuple[Run, Load]]] = {}
-            for run, records in parts:
+            for run, records, _ in parts:
                 settings = self.config.sync(run.sync_id)
 
                 def previous(
@@ -729,7 +740,10 @@ class SyncLog:
                     if digest is not None and table.run_metadata and self._loaded.get(relation) == digest:
                         continue  # the same metadata rows as this table's last load: it holds them
                     started = time.perf_counter()
-                    count = self.target.replace_rows(table, one.rows, one.scope or None)
+                    runs = [batches for run, _ in one.runs for batches in carried[_key(run)]]
+                    count = self.target.replace_rows(
+                        table, one.rows, load_keys(table, one.rows, one.scope, runs)
+                    )
                     self.loads[relation] += 1
                     step = f"{phase.value} {relation}"
                     passes[step] = passes.get(step, 0.0) + time.perf_counter() - started
@@ -760,6 +774,11 @@ class SyncLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _carried(run: Run, batches: Sequence[int]) -> list[RunBatches]:
+    """The batches of `run` a load carries, as the keys it replaces follow from them."""
+    return [RunBatches(run.org_id, run.sync_id, run.sync_run_id, tuple(batches))] if batches else []
 
 
 def _reachable(spark: SparkSession, config: Config) -> SparkSession:

@@ -112,9 +112,9 @@ def install_points() -> None:
             _wrap(target, load, "load", after=True)
 
     def run_swap(self: SqlTarget, statements: Any) -> None:
-        with self.transaction():
+        with self.client.transaction():
             for sql, params in statements:
-                self.execute(sql, params)
+                self.client.execute(sql, params)
             reach("swap")
 
     SqlTarget.run_swap = run_swap  # type: ignore[method-assign]

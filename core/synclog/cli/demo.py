@@ -12,12 +12,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from synclog.cli.output import format_table
 from synclog.config import Config, SyncSettings
 from synclog.demo import report
+from synclog.demo.report import Unanswerable
 from synclog.demo.simulator import DEMO_ORG_ID, HISTORY_DAYS, RUNS_PER_SYNC, SYNCS, history, records
+from synclog.errors import TargetError, first_line
 from synclog.targets.base import Target
 from synclog.writer import SyncLog
 
@@ -103,9 +106,11 @@ def run_demo(args: argparse.Namespace) -> int:
                 flush=True,
             )
         print(f"logged {total:,} records\n")
-        _print_answers(log)
+        unanswered = _print_answers(log)
         cleaned = log.cleanup(now)
         print(f"retention: {cleaned.total:,} rows older than their sync's retention deleted")
+        if unanswered:
+            raise TargetError(f"{log.url} could not answer {unanswered} of the demo's questions (see above)")
     if args.target == DEMO_TARGET:
         print("\ntry:  synclog records --target duckdb:///synclog-demo.duckdb --sync 1234 --status rejected")
     return 0
@@ -121,51 +126,93 @@ def demo_config(config: Config, held: tuple[str, ...]) -> Config:
     return replace(config, defaults=every(config.defaults), syncs=syncs)
 
 
-def _print_answers(log: SyncLog) -> None:
-    """The answers of each layout the demo wrote (a layout without answers prints none)."""
+Question = tuple[str, Callable[[], pa.Table]]
+"""What the demo asks (its heading), and how the target answers it."""
+
+
+def _print_answers(log: SyncLog) -> int:
+    """The answers of each layout the demo wrote (a layout without answers prints none); how many
+    questions the target failed to answer. A question the target cannot ask (its SQL needs a
+    capability the target lacks) says so in one line; one that fails says so in one line too,
+    and the rest are asked all the same."""
     last = SYNCS[0].first_run_id + RUNS_PER_SYNC - 1  # sync 1234's last run: 5678
     written = dict.fromkeys(name for sync in SYNCS for name in log.layouts(sync.sync_id))
+    failed = 0
     for name in written:
-        answer = ANSWERS.get(name)
-        if answer is not None:
-            answer(log.target, last)
+        questions = QUESTIONS.get(name)
+        if questions is not None:
+            failed += sum(not _ask(log.target, question) for question in questions(log.target, last))
+    return failed
 
 
-def _hightouch_answers(target: Target, last: int) -> None:
-    print("What is the most common sync error? (hightouch_audit.sync_snapshot)")
-    print(format_table(report.sync_errors(target)), "\n")
-    print("Who entered, changed and left each audience, run by run? (sync_changelog, sync_runs)")
-    print(format_table(report.audience_moves(target)), "\n")
-    print("Which rows does each model hold now? (sync_snapshot)")
-    print(format_table(report.current_members(target)), "\n")
+def _ask(target: Target, question: Question) -> bool:
+    """Print a question and its answer; False when the target failed to answer it."""
+    heading, answer = question
+    print(heading)
+    try:
+        table = answer()
+    except Unanswerable as exc:
+        print(f"  not asked: {exc}\n")
+        return True
+    except (TargetError, KeyboardInterrupt):
+        raise  # an outage: what follows would fail as well
+    except Exception as exc:
+        print(f"  {target.url} could not answer it: {type(exc).__name__}: {first_line(exc)}\n")
+        return False
+    print(format_table(table), "\n")
+    return True
 
 
-def _census_answers(target: Target, last: int) -> None:
-    print("What is the most common reason the destinations reject records?")
-    print(format_table(report.rejection_reasons(target)), "\n")
-    print("Which records failed the identifier checks?")
-    print(format_table(report.invalid_records(target)), "\n")
-    print(f"Who entered and who left the segment in sync 1234's run {last}?")
-    print(format_table(report.segment_changes(target, 1234, last)), "\n")
+def _hightouch_questions(target: Target, last: int) -> list[Question]:
+    return [
+        (
+            "What is the most common sync error? (hightouch_audit.sync_snapshot)",
+            lambda: report.sync_errors(target),
+        ),
+        (
+            "Who entered, changed and left each audience, run by run? (sync_changelog, sync_runs)",
+            lambda: report.audience_moves(target),
+        ),
+        ("Which rows does each model hold now? (sync_snapshot)", lambda: report.current_members(target)),
+    ]
 
 
-def _lake_answers(target: Target, last: int) -> None:
+def _census_questions(target: Target, last: int) -> list[Question]:
+    return [
+        (
+            "What is the most common reason the destinations reject records?",
+            lambda: report.rejection_reasons(target),
+        ),
+        ("Which records failed the identifier checks?", lambda: report.invalid_records(target)),
+        (
+            f"Who entered and who left the segment in sync 1234's run {last}?",
+            lambda: report.segment_changes(target, 1234, last),
+        ),
+    ]
+
+
+def _lake_questions(target: Target, last: int) -> list[Question]:
     org = DEMO_ORG_ID
-    print(f"Why were records of sync 1234's run {last} rejected? (seed 003, on {target.uri()})")
-    print(report.SEED_003.replace(report.SEED_003_PATH, repr(target.uri(report.run_files(org, 1234, last)))))
-    print(format_table(report.rejected_records(target, org, 1234, last)), "\n")
-    print("Which statuses do the lake's records have?")
-    print(format_table(report.lake_statuses(target)), "\n")
-    print(f"What do the payloads of run {last} hold? (its metadata.json)")
-    print(format_table(report.lake_payload_schema(target, org, 1234, last)), "\n")
+    seed = report.SEED_003.replace(report.SEED_003_PATH, repr(target.uri(report.run_files(org, 1234, last))))
+    return [
+        (
+            f"Why were records of sync 1234's run {last} rejected? (seed 003, on {target.uri()})\n{seed}",
+            lambda: report.rejected_records(target, org, 1234, last),
+        ),
+        ("Which statuses do the lake's records have?", lambda: report.lake_statuses(target)),
+        (
+            f"What do the payloads of run {last} hold? (its metadata.json)",
+            lambda: report.lake_payload_schema(target, org, 1234, last),
+        ),
+    ]
 
 
-ANSWERS: dict[str, Callable[[Target, int], None]] = {
-    "census": _census_answers,
-    "hightouch": _hightouch_answers,
-    "lake": _lake_answers,
+QUESTIONS: dict[str, Callable[[Target, int], list[Question]]] = {
+    "census": _census_questions,
+    "hightouch": _hightouch_questions,
+    "lake": _lake_questions,
 }
-"""The questions the demo answers, per layout."""
+"""The questions the demo asks, per layout."""
 
 
 def emit_inputs(folder: Path, run: dict[str, Any], frame: DataFrame) -> None:

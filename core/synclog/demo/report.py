@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from synclog.errors import SynclogError
 from synclog.layouts.census import SOURCE_OBJECTS, SYNC_LOG
 from synclog.layouts.hightouch import CHANGELOG, RUNS, SNAPSHOT
 from synclog.targets.base import Target
@@ -21,6 +22,17 @@ WHERE status = 'rejected'
 GROUP BY 1"""
 """Seed 003's DuckDB query over one run's Sync Tracking files."""
 SEED_003_PATH = "'s3://your_bucket/sync_tracking_datasets/1/2/3/*.parquet'"
+
+
+class Unanswerable(SynclogError):
+    """A question whose SQL needs a capability the target lacks (`Capabilities.lacking`)."""
+
+
+def needs(target: Target, *capabilities: str) -> None:
+    """Raise `Unanswerable`, naming the first of `capabilities` the target lacks, in one line."""
+    missing = target.capabilities.lacking(*capabilities)
+    if missing is not None:
+        raise Unanswerable(missing)
 
 
 def rejection_reasons(target: Target, limit: int = 5) -> pa.Table:
@@ -49,11 +61,13 @@ def segment_changes(target: Target, sync_id: int, sync_run_id: int) -> pa.Table:
 
     Entered: sent as an upsert, and new to the sync or deleted by its last run before.
     Left: deleted from the destination. Records the identifier checks flagged say nothing: a
-    run that holds an identifier twice gives its records no order.
+    run that holds an identifier twice gives its records no order. A record's operation before
+    is its LAG: `Unanswerable` on a target without WITH queries or window functions.
     """
+    needs(target, "ctes", "window_functions")
     log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
     sources = target.relation(SOURCE_OBJECTS).render()
-    p = target.placeholder
+    p = target.dialect.placeholder
     return target.query(
         f"WITH ops AS (SELECT record_identifier, sync_run_id, operation, source_object_id, "
         "LAG(operation) OVER (PARTITION BY record_identifier "
@@ -78,7 +92,7 @@ def run_files(org_id: int, sync_id: int, sync_run_id: int) -> str:
 
 def rejected_records(target: Target, org_id: int, sync_id: int, sync_run_id: int) -> pa.Table:
     """Seed 003's query on one run of the lake, unchanged but for its path (bound as a parameter)."""
-    sql = SEED_003.replace(SEED_003_PATH, target.placeholder)
+    sql = SEED_003.replace(SEED_003_PATH, target.dialect.placeholder)
     return target.query(sql, [target.uri(run_files(org_id, sync_id, sync_run_id))])
 
 
@@ -132,10 +146,9 @@ def current_members(target: Target) -> pa.Table:
     """Seed 002: the rows each model holds now that did not fail, and those that did."""
     snapshot, runs = target.relation(SNAPSHOT).render(), target.relation(RUNS).render()
     return target.query(
-        "WITH models AS (SELECT DISTINCT sync_id, model_name FROM "
-        f"{runs}) SELECT m.model_name AS audience, "
+        "SELECT m.model_name AS audience, "
         "COUNT(CASE WHEN s.status <> 'failed' THEN 1 END) AS current_rows, "
         "COUNT(CASE WHEN s.status = 'failed' THEN 1 END) AS failed_rows "
-        f"FROM {snapshot} s JOIN models m ON s.sync_id = m.sync_id "
-        "GROUP BY m.model_name ORDER BY m.model_name"
+        f"FROM {snapshot} s JOIN (SELECT DISTINCT sync_id, model_name FROM {runs}) m "
+        "ON s.sync_id = m.sync_id GROUP BY m.model_name ORDER BY m.model_name"
     )

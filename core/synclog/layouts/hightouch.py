@@ -344,7 +344,7 @@ def latest_run(target: Target, sync_id: int) -> LatestRun | None:
     relation = target.relation(BASELINE).render()
     found = target.query(
         f"SELECT baseline_run_id, baseline_started_at FROM {relation} "
-        f"WHERE sync_id = {target.placeholder} AND row_id IS NULL",
+        f"WHERE sync_id = {target.dialect.placeholder} AND row_id IS NULL",
         [sync_id],
     ).to_pylist()
     if not found:

@@ -20,24 +20,15 @@ from synclog.errors import ConfigError, TargetError
 from synclog.naming import LineageDataset, Relation, check_name, url_dataset
 from synclog.storage.location import Location
 from synclog.targets.contract import check_target_class, required_methods, unimplemented
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
+from synclog.targets.sql_dialect import SqlDialect
 from synclog.targets.staging import Stages
-from synclog.targets.tables import ColumnType, TableSpec
+from synclog.targets.tables import TableSpec
 from synclog.urls import MEMORY, TargetURL
 
 DEFAULT_STORAGE = ".synclog"
 """Where the run store, the spool and load staging live unless `storage` says otherwise."""
-
-
-_STANDARD_TYPES: Mapping[ColumnType, str] = {
-    ColumnType.BIGINT: "BIGINT",
-    ColumnType.INTEGER: "INTEGER",
-    ColumnType.STRING: "VARCHAR",
-    ColumnType.JSON: "VARCHAR",
-    ColumnType.TIMESTAMP: "TIMESTAMP",
-    ColumnType.BOOLEAN: "BOOLEAN",
-}
-"""Standard SQL's names of the logical types: what `Target.cast_sql` casts to by default."""
 
 
 def default_storage() -> Location:
@@ -90,9 +81,11 @@ class Target(ABC):
         """What this target can do: given by its `TargetType` (`TargetType.capabilities_for`)."""
 
     @property
-    def placeholder(self) -> str:
-        """The positional parameter marker of `query()` (a SQL target's is its dialect's)."""
-        return "?"
+    def dialect(self) -> SqlDialect:
+        """The SQL `query` speaks: its parameter marker (`placeholder`), casts and JSON text (Sync
+        Tracking's typed NULLs and payloads), names. Standard SQL by default; a SQL target's is
+        its client's."""
+        return SqlDialect(self.capabilities)
 
     @property
     @final
@@ -134,13 +127,11 @@ class Target(ABC):
         """Create what is missing (schemas, tables, views), adding new columns at the end."""
 
     @abstractmethod
-    def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
-        """Atomically replace rows of `table` by `rows`; return how many rows were loaded.
-
-        With a `scope` (column → value, e.g. {"sync_id": 80}), every row of the table that
-        matches it is replaced, also when `rows` are none. Without one, the rows whose
-        `replace_key` matches an incoming row's are replaced.
-        """
+    def replace_rows(self, table: TableSpec, rows: Rows, keys: Keys) -> int:
+        """Atomically replace the rows of `table` whose key `keys` holds by `rows` (also by none);
+        return how many rows were loaded. `keys` are constants the write knows (the batches it
+        carries, a run-level load's scope, the ids of rows built on the driver), which the target
+        matches the table's rows against (`synclog.targets.keys`)."""
 
     @abstractmethod
     def delete_expired(self, table: TableSpec, cutoffs: Cutoffs) -> int:
@@ -150,16 +141,6 @@ class Target(ABC):
         """How the write's one Spark job stages this target's loads (`synclog.targets.staging`).
         None by default: the target has no stages, and every load goes through `replace_rows`."""
         return None
-
-    def cast_sql(self, expression: str, type_: ColumnType) -> str:
-        """`expression` as a value of a logical type, in the SQL of `query` (Sync Tracking's typed
-        NULLs). This default casts to standard SQL's type names; a SQL target casts to its own."""
-        return f"CAST({expression} AS {_STANDARD_TYPES[type_]})"
-
-    def json_text_sql(self, expression: str) -> str:
-        """SQL of `query` that turns a JSON value into its JSON text (Sync Tracking reads payloads
-        as text): a cast to a string by default; override where a cast does not."""
-        return self.cast_sql(expression, ColumnType.STRING)
 
     @classmethod
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:

@@ -43,9 +43,10 @@ _OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
 
 
 class DuckDBDialect(SqlDialect):
-    """Standard SQL, timestamps with their time zone."""
+    """Standard SQL, timestamps with their time zone; stages are temporary tables."""
 
     type_names = {**SqlDialect.type_names, ColumnType.TIMESTAMP: "TIMESTAMPTZ"}
+    temporary_stages = True
 
 
 class DuckDBClient(DbApiClient):
@@ -66,11 +67,11 @@ class DuckDBClient(DbApiClient):
             return int(result[0][0])
         return 0
 
-    def query(self, sql: str, params: Params = ()) -> pa.Table:
+    def query_bound(self, sql: str, params: Params) -> pa.Table:
         with self.errors():
             return self.connection.sql(sql, params=self.driver_params(params)).to_arrow_table()
 
-    def result_batches(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def batches_bound(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         with self.errors():
             yield from self.connection.sql(sql, params=self.driver_params(params)).to_arrow_reader(
                 self.chunk_rows
@@ -80,7 +81,6 @@ class DuckDBClient(DbApiClient):
 class DuckDBTarget(SqlTarget, FileLoader):
     """A DuckDB database file (or `:memory:`)."""
 
-    dialect_class = DuckDBDialect
     client: DuckDBClient
 
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
@@ -98,7 +98,8 @@ class DuckDBTarget(SqlTarget, FileLoader):
         except duckdb.Error as exc:
             connection.close()
             raise ConfigError(f"DuckDB memory_limit {memory_limit!r}: {first_line(exc)}") from None
-        super().__init__(url, settings, capabilities, DuckDBClient(connection, _OUTAGES, f"DuckDB {path}"))
+        client = DuckDBClient(connection, _OUTAGES, f"DuckDB {path}", DuckDBDialect(capabilities))
+        super().__init__(url, settings, capabilities, client)
         self.path = path
 
     # -- loading: a temporary stage filled from the staged files ------------------------------
@@ -107,17 +108,14 @@ class DuckDBTarget(SqlTarget, FileLoader):
         stage = super().stage_relation(relation)
         return Relation(database="temp", schema="main", name=stage.name, casefold=stage.casefold)
 
-    def create_stage(self, stage: Relation, table: TableSpec) -> None:
-        columns = ", ".join(self.column_sql(c) for c in table.columns)
-        self.execute(f"CREATE TEMP TABLE {stage.render()} ({columns})")
-
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
         """DuckDB reads the Parquet files itself (downloaded first from an object store), in its
         own bounded memory, into the stage."""
-        columns = ", ".join(self.quote(c) for c in table.column_names())
-        picked = ", ".join(_cast(self.quote(c.name), c.type) for c in table.columns)
+        q = self.dialect.quote
+        columns = ", ".join(q(c) for c in table.column_names())
+        picked = ", ".join(_cast(q(c.name), c.type) for c in table.columns)
         with manifest.local_paths() as paths:
-            return self.execute(
+            return self.client.execute(
                 f"INSERT INTO {stage.render()} ({columns}) SELECT {picked} FROM read_parquet(?)", [paths]
             )
 

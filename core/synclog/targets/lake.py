@@ -40,6 +40,7 @@ from synclog.spark import require_reachable
 from synclog.storage.location import Location
 from synclog.storage.sweep import sweep_scratch
 from synclog.targets.base import Cutoffs, Target, TargetSettings
+from synclog.targets.keys import Keys
 from synclog.targets.lake_files import GroupWriter, LakeFiles, PathTemplate
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType, TableSpec
@@ -96,13 +97,14 @@ class LakeTarget(Target):
             if self.fs.get_file_info(bucket).type == pafs.FileType.NotFound:
                 raise TargetError(f"{self.url}: the bucket {bucket!r} does not exist")
 
-    def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
+    def replace_rows(self, table: TableSpec, rows: Rows, keys: Keys) -> int:
         """Write one file per template group from the executors; a group's file is replaced whole.
 
-        Files of a replaced batch under batch types it no longer has are removed.
+        A file's path names its keys (`files`' templates), so the write reads nothing of the lake:
+        the files of the groups the rows hold are replaced, whatever else `keys` names (no layout
+        replaces a lake file by no rows). Files of a replaced batch under batch types it no
+        longer has are removed.
         """
-        if scope:
-            raise ValueError(f"{table}: the lake replaces whole files by key, not a scope {dict(scope)}")
         template = self._template(table)
         frame = rows.frame()
         require_reachable(self.location, frame.sparkSession, str(self.url))

@@ -5,35 +5,38 @@ Every load is the same protocol, written once here:
 1. a staging relation is created (`open_stage`, calling `create_stage`);
 2. the rows reach it in bulk: the Spark tasks write them through the target's `stage_writer`
    (Parquet or `capabilities.staging_format` files under `storage` for `Staging.FILES`, which
-   `load_staged` hands to `load_files`; a COPY from each task for a target with its own writer),
+   `load_staged` hands to `load_files`; a COPY from each task with `Staging.TASKS`: `TaskLoader`),
    inside the write's one validating job where the rows are a projection of the batches
    (`synclog.write_job`), else in a job of their own; a target without a task-side writer
    fills the stage from the frame (`load_frame`);
-3. once the stage is filled, a swap replaces the rows the load carries, by the strategy the
-   target's capabilities pick (`synclog.targets.swaps`): a DELETE and an INSERT in one
-   transaction, the same inserting only missing keys for a client that replays statements, one
-   MERGE, or one statement per partition touched for a warehouse atomic per partition only;
+3. once the stage is filled, a swap replaces the rows of the keys the load replaces (constants
+   the write knows: `synclog.targets.keys`) by the staged rows, by the strategy the target's
+   capabilities name (`synclog.targets.swaps`): a DELETE and an INSERT in one transaction, the
+   same inserting only while no row of the keys is left for a client that replays statements,
+   one MERGE, or the steps of each partition touched for a warehouse atomic per partition only;
 4. the stage and its files are dropped (`release_stage`, calling `drop_stage`), also when a
    step failed; a stage whose writer was killed is dropped by a later writer's `ensure`
    (`sweep_stages`: stage names say whose they are, `synclog.targets.stage_names`).
 
-A SQL target is composed: it holds a client (`SqlClient`, e.g. a `DbApiClient`: `execute`,
-`fetch`, `transaction`, `result_batches`) and a dialect (`SqlDialect`: types, quoting, casts,
-CREATE TABLE, how a staged column becomes a stored one, parameter markers), and takes the opt-in
-parts its capabilities need (`sql_loaders`). A plugin subclasses it only at the override points
-(the methods not marked `@final`): how staged files or a frame become the stage, a statement that
-makes swaps into one table take turns (`lock_statement`), partitions to drop, expire or rewrite,
-introspection where there is no information_schema.
+A SQL target is a thin orchestrator of two parts a plugin provides: a client (`target.client`, a
+`SqlClient` such as a `DbApiClient`: `execute`, `fetch`, `query`, `insert_rows`, `transaction`,
+`result_batches`), through which every statement it sends passes, and the client's dialect
+(`target.dialect`, a `SqlDialect`: types, quoting, casts, CREATE TABLE, the stage, key matches,
+parameter markers); callers use them directly. It takes the opt-in parts its capabilities declare
+(`sql_loaders.needed_parts`). A plugin subclasses it only at the override points (the methods not
+marked `@final`): how staged files or a frame become the stage, a statement that makes swaps into
+one table take turns (`lock_statement`), partitions to drop, expire or rewrite, introspection where
+there is no information_schema.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, final
+from typing import Any, final
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -48,6 +51,7 @@ from synclog.targets import export
 from synclog.targets import sql_statements as sql
 from synclog.targets.base import Cutoffs, Target, TargetSettings
 from synclog.targets.contract import required_methods
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.targets.sql_client import SqlClient
 from synclog.targets.sql_dialect import SqlDialect
@@ -57,14 +61,15 @@ from synclog.targets.sql_loaders import (
     PartitionDropper,
     PartitionExpirer,
     SchemaAttacher,
+    TaskLoader,
     method_of,
-    needed_loaders,
+    needed_parts,
 )
 from synclog.targets.sql_statements import Statement
 from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
 from synclog.targets.staging import FileStageWriter, Stages, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.swaps import partition_replace
-from synclog.targets.swaps.choice import NO_SWAP, has_swap, replaces_partitions, swap_for
+from synclog.targets.swaps.choice import replaces_partitions, swap_statements
 from synclog.targets.tables import Column, ColumnType, TableSpec
 from synclog.urls import TargetURL
 
@@ -87,135 +92,50 @@ each framework table (`layout` and `schema` here name no place of its own)."""
 
 
 class SqlTarget(Target):
-    """A warehouse spoken to in SQL, through the client it holds (`client`) in its dialect
-    (`dialect`, of the class `dialect_class`), with the opt-in parts its capabilities need
-    (`synclog.targets.sql_loaders`: how a stage is filled, partitions dropped or expired, schemas
-    attached). What a plugin may override is every method not marked `@final`."""
-
-    dialect_class: ClassVar[type[SqlDialect]] = SqlDialect
-    """The target's dialect; built with its capabilities when it opens."""
+    """A warehouse spoken to in SQL: its client (`client`) sends every statement, in the client's
+    dialect (`dialect`); the opt-in parts its capabilities declare do what only some warehouses
+    do (`synclog.targets.sql_loaders`). What a plugin may override is every method not marked
+    `@final`."""
 
     def __init__(
         self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, client: SqlClient
     ) -> None:
         super().__init__(url, settings, capabilities)
         self.client = client
-        """Runs every statement of this target (bound by `dialect` first)."""
-        self.dialect = self.dialect_class(capabilities)
-        """Spells every type, name, cast and CREATE TABLE of this target."""
+        """Sends every statement of this target, bound by its dialect (`SqlClient.dialect`)."""
+
+    @property
+    @final
+    def dialect(self) -> SqlDialect:
+        """The client's dialect: the SQL of every statement this target sends."""
+        return self.client.dialect
 
     @final
     @classmethod
     def needed_methods(cls, capabilities: Capabilities) -> list[str]:
-        """Its layouts' calls and the method of each opt-in part its capabilities need
-        (`needed_loaders`); a class with its own `delete_expired` needs no partition hooks, one
-        with its own `stage_writer` (tasks fill the stage themselves) no stage loader, one with its
-        own `swap_statements` no partition hooks for its swaps."""
-        own_writer = cls.stage_writer is not SqlTarget.stage_writer
-        own_retention = cls.delete_expired is not SqlTarget.delete_expired
-        parts = needed_loaders(
-            capabilities, own_writer=own_writer, own_retention=own_retention, own_swap=cls._own_swap()
-        )
-        return [*required_methods(capabilities), *(method_of(part) for part in parts)]
+        """Its layouts' calls and the method of each opt-in part its capabilities declare
+        (`needed_parts`)."""
+        return [*required_methods(capabilities), *(method_of(part) for part in needed_parts(capabilities))]
 
     @final
     @classmethod
     def refusal(cls, capabilities: Capabilities) -> str | None:
-        """Why a class without its own `swap_statements` cannot hold `capabilities`: they pick
-        no swap strategy (`synclog.targets.swaps.choice`)."""
-        return None if cls._own_swap() or has_swap(capabilities) else NO_SWAP
-
-    @classmethod
-    def _own_swap(cls) -> bool:
-        return cls.swap_statements is not SqlTarget.swap_statements
+        """Why a SQL target cannot hold `capabilities`: their swap strategy is none, or one they
+        cannot run (`Capabilities.swap_refusal`)."""
+        return capabilities.swap_refusal()
 
     def _lacks(self, part: type) -> ConfigError:
         """The error of a target that is not the opt-in `part` its capabilities call for (the
         registry refuses such a class; this catches one opened without it)."""
         return ConfigError(f"{type(self).__name__} is no {part.__name__}, which its capabilities need")
 
-    # -- the client: every statement bound by the dialect ------------------------------------
-
-    @final
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement (`placeholder` marks its parameters); the affected row count."""
-        return self.client.execute(*self.dialect.bind(sql, params))
-
-    @final
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a query and return all its (small) result rows."""
-        return self.client.fetch(*self.dialect.bind(sql, params))
-
     @final
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        return self.client.query(*self.dialect.bind(sql, params))
-
-    @final
-    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """A query's result in record batches (`SqlClient.result_batches`)."""
-        return self.client.result_batches(*self.dialect.bind(sql, params), schema)
-
-    @final
-    def transaction(self) -> AbstractContextManager[None]:
-        """Everything inside commits together or not at all."""
-        return self.client.transaction()
-
-    @final
-    def run_together(self, statements: Sequence[Statement]) -> int:
-        """Run `statements` in one transaction; the rows they affected."""
-        return self.client.run_together([self.dialect.bind(sql, params) for sql, params in statements])
+        return self.client.query(sql, params)
 
     @final
     def close(self) -> None:
         self.client.close()
-
-    # -- the dialect -------------------------------------------------------------------------
-
-    @property
-    @final
-    def placeholder(self) -> str:
-        """The dialect's positional marker, which the core's SQL and a reader's query use."""
-        return self.dialect.placeholder
-
-    @final
-    def quote(self, name: str) -> str:
-        """One identifier, folded and quoted the warehouse's way."""
-        return self.dialect.quote(name)
-
-    @final
-    def type_name(self, type_: ColumnType) -> str:
-        """The physical type a column of a logical type is declared with (`SqlDialect.type_name`)."""
-        return self.dialect.type_name(type_)
-
-    @final
-    def column_sql(self, column: Column) -> str:
-        """A column's declaration (`SqlDialect.column_sql`)."""
-        return self.dialect.column_sql(column)
-
-    @final
-    def cast_sql(self, expression: str, type_: ColumnType) -> str:
-        """`expression` as a value of a logical type (`SqlDialect.cast_sql`)."""
-        return self.dialect.cast_sql(expression, type_)
-
-    @final
-    def json_text_sql(self, expression: str) -> str:
-        """A JSON value as its JSON text (`SqlDialect.json_text_sql`)."""
-        return self.dialect.json_text_sql(expression)
-
-    @final
-    def create_table_sql(self, relation: Relation, table: TableSpec) -> str:
-        """CREATE TABLE for a framework table (`SqlDialect.create_table_sql`)."""
-        return self.dialect.create_table_sql(relation, table)
-
-    @final
-    def stage_type(self, column: Column) -> str:
-        """The physical type of `column` in the stage (`SqlDialect.stage_type`)."""
-        return self.dialect.stage_type(column)
-
-    @final
-    def staged_value_sql(self, column: Column) -> str:
-        """How a staged column becomes the stored value (`SqlDialect.staged_value_sql`)."""
-        return self.dialect.staged_value_sql(column)
 
     # -- DDL ---------------------------------------------------------------------------------
 
@@ -226,36 +146,35 @@ class SqlTarget(Target):
         Where schemas are attached databases (`Schemas.ATTACHED`) the view's body names its table
         without the schema: an attached database resolves a view's names in its own file.
         """
-        columns = [self.quote(c) for c in table.column_names()]
-        source = (
-            relation.render() if self.capabilities.schemas is Schemas.CREATE else self.quote(relation.name)
-        )
+        q = self.dialect.quote
+        columns = [q(c) for c in table.column_names()]
+        source = relation.render() if self.capabilities.schemas is Schemas.CREATE else q(relation.name)
         return sql.create_view(view.render(), columns, source, self.capabilities.replace_view)
 
     @final
     def ensure_view(self, view: Relation, relation: Relation, table: TableSpec) -> None:
         """Create or replace the public view over a framework table.
 
-        Without CREATE OR REPLACE VIEW the view is dropped and created again: in one transaction
-        where DDL is transactional, else only when its columns differ from the table's.
+        Without CREATE OR REPLACE VIEW the view is dropped (`SqlDialect.drop_view_sql`) and created
+        again: in one transaction where DDL is transactional, else only when its columns differ
+        from the table's.
         """
         create = self.view_sql(view, relation, table)
+        client = self.client
         if self.capabilities.replace_view:
-            self.execute(create)
+            client.execute(create)
             return
-        drop = sql.drop_view(view.render())
+        drop = self.dialect.drop_view_sql(view)
         if self.capabilities.transactional_ddl:
-            with self.transaction():
-                self.execute(drop)
-                self.execute(create)
+            client.run_together([(drop, ()), (create, ())])
             return
         existing = self.existing_columns(view)
         if existing is not None and [c.lower() for c in existing] == [
             c.lower() for c in table.column_names()
         ]:
             return
-        self.execute(drop)
-        self.execute(create)
+        client.execute(drop)
+        client.execute(create)
 
     @final
     def ensure_schema(self, relation: Relation) -> None:
@@ -266,7 +185,7 @@ class SqlTarget(Target):
         attaches a database file under the schema's name).
         """
         if self.capabilities.schemas is Schemas.CREATE:
-            self.execute(self.dialect.create_schema_sql(relation))
+            self.client.execute(self.dialect.create_schema_sql(relation))
         elif isinstance(self, SchemaAttacher):
             self.attach_schema(relation)
         else:
@@ -278,10 +197,13 @@ class SqlTarget(Target):
         The table introspection hook: this default reads `information_schema.columns`; a
         warehouse without it overrides this (SQLite: `PRAGMA table_info`).
         """
-        rows = self.fetch(sql.table_columns(self.placeholder), [relation.parts[-2], relation.parts[-1]])
+        rows = self.client.fetch(
+            sql.table_columns(self.dialect.placeholder), [relation.parts[-2], relation.parts[-1]]
+        )
         return [r[0] for r in rows] or None
 
     def ensure(self, tables: Sequence[TableSpec]) -> None:
+        dialect, client = self.dialect, self.client
         for given in tables:
             table = self.table_spec(given)
             relation = self.relation(table)
@@ -289,13 +211,13 @@ class SqlTarget(Target):
             versions = self._ensure_versions_table(relation)
             existing = self.existing_columns(relation)
             if existing is None:
-                self.execute(self.create_table_sql(relation, table))
+                client.execute(dialect.create_table_sql(relation, table))
                 self._record_version(versions, table, table.columns)
             else:
                 folded = {name.lower() for name in existing}
                 missing = [c for c in table.columns if c.name.lower() not in folded]
                 for column in missing:
-                    self.execute(sql.add_column(relation.render(), self.column_sql(column)))
+                    client.execute(sql.add_column(relation.render(), dialect.column_sql(column)))
                 if missing:
                     self._record_version(versions, table, missing)
             if table.view and self.capabilities.views:
@@ -320,26 +242,25 @@ class SqlTarget(Target):
         where the warehouse does not say). This default reads `information_schema.tables`; a
         target whose stages end with its session may answer none."""
         catalog = relation.quoted(relation.parts[0]) if len(relation.parts) == 3 else ""
-        rows = self.fetch(
-            sql.tables_like(self.placeholder, catalog),
+        rows = self.client.fetch(
+            sql.tables_like(self.dialect.placeholder, catalog),
             [relation.parts[-2], self.capabilities.casefold.apply(STAGE_PREFIX) + "%"],
         )
         return [(relation.with_name(name), None) for (name,) in rows]
 
     def _ensure_versions_table(self, relation: Relation) -> Relation:
         versions = relation.with_name(VERSIONS_TABLE)
-        self.execute(self.create_table_sql(versions, VERSIONS))
+        self.client.execute(self.dialect.create_table_sql(versions, VERSIONS))
         return versions
 
     def _record_version(self, versions: Relation, table: TableSpec, added: Sequence[Column]) -> None:
-        p = self.placeholder
+        """One row of `synclog_versions`, through `SqlClient.insert_rows` (rows' one path in)."""
+        q, p = self.dialect.quote, self.dialect.placeholder
         name = self.capabilities.casefold.apply(table.name)
-        latest = sql.max_where_equal(versions.render(), self.quote("version"), self.quote("table_name"), p)
-        version = (self.fetch(latest, [name])[0][0] or 0) + 1
-        self.execute(
-            sql.insert_values(versions.render(), len(VERSIONS.columns), p),
-            [name, version, ",".join(c.name for c in added), datetime.now(UTC)],
-        )
+        latest = sql.max_where_equal(versions.render(), q("version"), q("table_name"), p)
+        version = (self.client.fetch(latest, [name])[0][0] or 0) + 1
+        row = [name, version, ",".join(c.name for c in added), datetime.now(UTC)]
+        self.client.insert_rows(versions.render(), [q(c) for c in VERSIONS.column_names()], [row])
 
     # -- the load protocol -------------------------------------------------------------------
 
@@ -349,12 +270,12 @@ class SqlTarget(Target):
         return self
 
     @final
-    def replace_rows(self, table: TableSpec, rows: Rows, scope: Mapping[str, Any] | None = None) -> int:
+    def replace_rows(self, table: TableSpec, rows: Rows, keys: Keys) -> int:
         spec = self.table_spec(table)
         stage = self.open_stage(spec)
         try:
             count = self._fill(stage, spec, rows)
-            self.swap_staged(spec, stage, count, scope)
+            self.swap_staged(spec, stage, count, keys)
             return count
         finally:
             self.release_stage(stage)
@@ -366,18 +287,18 @@ class SqlTarget(Target):
         self.create_stage(stage, table)
         return stage
 
-    def swap_staged(
-        self, table: TableSpec, stage: Relation, count: int, scope: Mapping[str, Any] | None
-    ) -> None:
-        """Replace what the `count` staged rows (or the `scope`) replace, once the stage is filled:
-        make the partitions the staged rows need (`ensure_partitions`), then run the swap's
-        statements (`swap_statements`, which may look at the staged rows) with `run_swap`."""
-        if not (count or scope):
+    @final
+    def swap_staged(self, table: TableSpec, stage: Relation, count: int, keys: Keys) -> None:
+        """Replace the rows of `keys` by the `count` staged rows, once the stage is filled: make the
+        partitions the staged rows need (`ensure_partitions`), then run the statements of the
+        capabilities' swap strategy (`synclog.targets.swaps`) with `run_swap`. Nothing to do
+        without rows or keys."""
+        if not count and keys.empty:
             return
         relation = self.relation(table)
         if count and table.time_column is not None:
             self.ensure_partitions(table, relation, stage)
-        self.run_swap(self.swap_statements(table, relation, stage, scope))
+        self.run_swap(swap_statements(self, self.capabilities, table, relation, stage, keys))
 
     def ensure_partitions(self, table: TableSpec, relation: Relation, stage: Relation) -> None:
         """Create the partitions of `relation` the rows in `stage` need, before the swap moves them
@@ -412,28 +333,41 @@ class SqlTarget(Target):
             raise
         return self.load_staged(stage, table, reports)
 
+    @final
     def stage_writer(self, stage: Relation, table: TableSpec) -> StageWriter | None:
         """What Spark tasks use to put rows of `table` into `stage` themselves (see
         `synclog.targets.staging`); the write's one job uses it too. `Staging.FILES`: Parquet
-        (or `staging_format`) files under `storage`. None: the target has no task-side writer and
-        fills its stage from a frame after the job (`load_frame`)."""
-        if self.capabilities.staging is not Staging.FILES:
+        (or `staging_format`) files under `storage`; `Staging.TASKS`: the target's own
+        (`TaskLoader.task_writer`). None with `Staging.EXECUTORS`: the target fills its stage from
+        a frame after the job (`load_frame`)."""
+        staging = self.capabilities.staging
+        if staging is Staging.TASKS:
+            if not isinstance(self, TaskLoader):
+                raise self._lacks(TaskLoader)
+            return self.task_writer(stage, table)
+        if staging is not Staging.FILES:
             return None
         schema, file_format = self.stage_schema(table), self.capabilities.staging_format
         return FileStageWriter(self.storage, self._staging_folder(stage), schema, file_format)
 
+    @final
     def load_staged(self, stage: Relation, table: TableSpec, reports: Sequence[str]) -> int:
         """Finish filling `stage` from what the tasks of `stage_writer` reported; return its rows.
 
-        `Staging.FILES`: the staged files' manifest goes to `load_files`. Where the client replays
-        statements, the rows are counted in the stage: the answer to a replayed load says 0.
+        `Staging.TASKS`: `TaskLoader.load_tasks`. `Staging.FILES`: the staged files' manifest goes
+        to `load_files`; where the client replays statements, the rows are counted in the stage:
+        the answer to a replayed load says 0.
         """
+        if self.capabilities.staging is Staging.TASKS:
+            if not isinstance(self, TaskLoader):
+                raise self._lacks(TaskLoader)
+            return self.load_tasks(stage, table, reports)
         writer = self.stage_writer(stage, table)
         if not isinstance(writer, FileStageWriter):
-            raise ConfigError(f"{type(self).__name__} has a stage_writer but no load_staged")
-        manifest = writer.manifest(reports)
+            raise ConfigError(f"{type(self).__name__} stages no files to load")
         if not isinstance(self, FileLoader):
             raise self._lacks(FileLoader)
+        manifest = writer.manifest(reports)
         if not manifest.files:
             return 0
         loaded = self.load_files(stage, table, manifest)
@@ -442,7 +376,7 @@ class SqlTarget(Target):
     @final
     def count_rows(self, relation: Relation) -> int:
         """`SELECT COUNT(*)` of `relation`."""
-        return int(self.fetch(sql.count_rows(relation.render()))[0][0])
+        return int(self.client.fetch(sql.count_rows(relation.render()))[0][0])
 
     def raise_stage_failure(self, failure: Exception, table: TableSpec) -> None:
         """Raise the one-line error a failed Spark job amounts to when a task of `stage_writer`
@@ -454,9 +388,8 @@ class SqlTarget(Target):
         return relation.with_name(new_stage_name())
 
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
-        """Create the empty staging relation of a load of `table`."""
-        columns = [f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns]
-        self.execute(sql.create_table(stage.render(), columns, if_not_exists=False))
+        """Create the empty staging relation of a load of `table` (`SqlDialect.create_stage_sql`)."""
+        self.client.execute(self.dialect.create_stage_sql(stage, table))
 
     def stage_schema(self, table: TableSpec) -> pa.Schema:
         """The Arrow schema of the files staged for `table` (`Staging.FILES`)."""
@@ -464,32 +397,20 @@ class SqlTarget(Target):
 
     def drop_stage(self, stage: Relation) -> None:
         """Drop the staging relation (it may not exist: the load failed before creating it)."""
-        self.execute(sql.drop_table(stage.render()))
+        self.client.execute(sql.drop_table(stage.render()))
 
     def lock_statement(self, relation: Relation) -> Statement | None:
         """A statement, run first in a swap's transaction, that makes swaps into `relation` take turns."""
         return None
 
-    def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
-        """DELETE the rows of `target` whose `key` columns match a row of `staged`."""
-        return sql.delete_matching_keys(target, staged, [self.quote(k) for k in key])
-
-    def swap_statements(
-        self, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
-    ) -> list[Statement]:
-        """The statements of the swap, built after the stage is filled (a strategy may query it):
-        those of the strategy the capabilities pick (`synclog.targets.swaps.choice.swap_for`).
-        Override only for a warehouse that replaces rows in a way no strategy covers."""
-        return swap_for(self.capabilities)(self, table, relation, stage, scope)
-
     def run_swap(self, statements: Sequence[Statement]) -> None:
         """Run the swap's statements: in one transaction with `capabilities.transactions`, else
-        one by one (one MERGE, or one statement per partition)."""
+        one by one (one MERGE, or the steps of each partition)."""
         if self.capabilities.transactions:
-            self.run_together(statements)
+            self.client.run_together(statements)
             return
         for sql_text, params in statements:
-            self.execute(sql_text, params)
+            self.client.execute(sql_text, params)
 
     # -- read-back ---------------------------------------------------------------------------
 
@@ -503,7 +424,8 @@ class SqlTarget(Target):
             return
         present = {name.lower() for name in existing}
         picked = [self._read_column(c, c.name.lower() in present) for c in table.columns]
-        query = sql.select_where_equal(relation.render(), picked, self.quote("sync_id"), self.placeholder)
+        q, p = self.dialect.quote, self.dialect.placeholder
+        query = sql.select_where_equal(relation.render(), picked, q("sync_id"), p)
         folder = f"exports/{owner()}/{uuid.uuid4().hex}"
         try:
             manifest = self.export(query, [sync_id], table.arrow_schema(), folder)
@@ -514,24 +436,26 @@ class SqlTarget(Target):
     def export(self, sql: str, params: Sequence[Any], schema: pa.Schema, folder: str) -> Manifest:
         """Write a query's result (`schema`'s names and types) as Parquet files under `folder` in storage.
 
-        This default streams `result_batches` into one file; a warehouse with an export of its
-        own to object storage (UNLOAD, an extract job) overrides it.
+        This default streams `SqlClient.result_batches` into one file; a warehouse with an export
+        of its own to object storage (UNLOAD, an extract job) overrides it.
         """
         path = f"{folder}/part-00000.parquet"
         with published(self.storage.filesystem(), self.storage.path(path), whole=False) as stream:
-            rows = export.write_batches(stream, schema, self.result_batches(sql, params, schema))
+            rows = export.write_batches(stream, schema, self.client.result_batches(sql, params, schema))
         return Manifest(self.storage, (StoredFile(path, rows),))
 
     def _read_column(self, column: Column, present: bool) -> str:
-        source = self.quote(column.name) if present else "NULL"
+        dialect = self.dialect
+        name = dialect.quote(column.name)
+        source = name if present else "NULL"
         if not self.capabilities.read_casts:  # the export casts the Arrow result to the table's types
-            return source if present else f"{source} AS {self.quote(column.name)}"
+            return source if present else f"{source} AS {name}"
         value = (
-            self.json_text_sql(source)
+            dialect.json_text_sql(source)
             if column.type is ColumnType.JSON
-            else self.cast_sql(source, column.type)
+            else dialect.cast_sql(source, column.type)
         )
-        return f"{value} AS {self.quote(column.name)}"
+        return f"{value} AS {name}"
 
     @final
     def existing_tables(self, tables: Sequence[TableSpec]) -> list[TableSpec]:
@@ -574,8 +498,8 @@ class SqlTarget(Target):
     ) -> int:
         """DELETE rows older than their sync's cut-off; nothing older than `dropped` is left to."""
         assert table.time_column is not None
-        p = self.placeholder
-        time, sync = self.quote(table.time_column), self.quote("sync_id")
+        q, p = self.dialect.quote, self.dialect.placeholder
+        time, sync = q(table.time_column), q("sync_id")
         overridden = list(cutoffs.per_sync)
         statements: list[Statement] = []
         if dropped is None or cutoffs.default > dropped:
@@ -589,5 +513,5 @@ class SqlTarget(Target):
         if not statements:
             return 0
         if self.capabilities.transactions:
-            return self.run_together(statements)
-        return sum(self.execute(sql_text, params) for sql_text, params in statements)
+            return self.client.run_together(statements)
+        return sum(self.client.execute(sql_text, params) for sql_text, params in statements)

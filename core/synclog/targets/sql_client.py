@@ -1,9 +1,10 @@
-"""The client half of a SQL target: run statements, fetch rows, commit together, stream results.
+"""The client of a SQL target: run statements, fetch rows, insert rows, commit together, stream results.
 
-`SqlTarget` holds a `SqlClient` and runs all its SQL through it, bound by its dialect first
-(`SqlDialect.bind`). `DbApiClient` is the client over a DB-API 2.0 connection (PEP 249): cursors,
-`BEGIN`/`COMMIT`/`ROLLBACK`, results as Arrow, streamed in chunks; a plugin subclasses it only
-where its driver differs, or implements `SqlClient` itself over a driver of another kind.
+`SqlTarget` holds a `SqlClient` (`target.client`) and sends all its SQL through it; the client
+binds each statement by its dialect first (`SqlDialect.bind`). `DbApiClient` is the client over a
+DB-API 2.0 connection (PEP 249): cursors, `BEGIN`/`COMMIT`/`ROLLBACK`, results as Arrow, streamed
+in chunks; a plugin subclasses it only where its driver differs, or implements `SqlClient` itself
+over a driver of another kind.
 """
 
 from __future__ import annotations
@@ -16,49 +17,88 @@ from typing import Any, ClassVar, final
 import pyarrow as pa
 
 from synclog.errors import Outage, TargetError, outages
-from synclog.targets import export
-from synclog.targets.sql_dialect import Params
+from synclog.targets import export, sql_statements
+from synclog.targets.sql_dialect import Params, SqlDialect
+from synclog.targets.sql_statements import Statement
 
 
 class SqlClient(ABC):
-    """A connection to a warehouse spoken to in SQL, taking parameters as its dialect binds them."""
+    """A connection to a warehouse spoken to in SQL, in its `dialect`.
+
+    Every statement a SQL target sends passes through the public methods here (`execute`,
+    `fetch`, `query`, `result_batches`, `insert_rows`, `transaction`), which take the core's SQL
+    (`dialect.placeholder` marking values) and bind it as the driver takes it (`SqlDialect.bind`)
+    before the driver-level methods a client implements (`execute_bound`, `fetch_bound`,
+    `query_bound`, optionally `batches_bound`): one place to watch, time or fail a target's
+    statements."""
 
     chunk_rows: ClassVar[int] = export.CHUNK_ROWS
     """Rows per chunk when `result_batches` streams a result (a cursor's `fetchmany`, a page)."""
 
-    @abstractmethod
-    def execute(self, sql: str, params: Params = ()) -> int:
+    def __init__(self, dialect: SqlDialect) -> None:
+        self.dialect = dialect
+        """The SQL this client's warehouse speaks; its parameter markers bind every statement."""
+
+    @final
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; return the affected row count where the driver knows it."""
+        return self.execute_bound(*self.dialect.bind(sql, params))
+
+    @final
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a query and return all its (small) result rows."""
+        return self.fetch_bound(*self.dialect.bind(sql, params))
+
+    @final
+    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        """Run a read-only query and return its (small) result as Arrow."""
+        return self.query_bound(*self.dialect.bind(sql, params))
+
+    @final
+    def result_batches(self, sql: str, params: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """A query's result in record batches: `schema`'s columns, in order (for read-backs)."""
+        return self.batches_bound(*self.dialect.bind(sql, params), schema)
+
+    @final
+    def run_together(self, statements: Sequence[Statement]) -> int:
+        """Run `statements` in one transaction; the rows they affected."""
+        with self.transaction():
+            return sum(self.execute(sql, params) for sql, params in statements)
+
+    def insert_rows(self, relation: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """Insert `rows` (values in `columns`' order: quoted names) into `relation` (rendered): the
+        one path rows the driver holds take into a table (`synclog_versions`' rows). This default
+        runs `INSERT INTO relation (columns) VALUES (p, …)` per row; override where the driver
+        sends rows another way (a data block over a native protocol)."""
+        insert = sql_statements.insert_values(relation, columns, self.dialect.placeholder)
+        return sum(self.execute(insert, row) for row in rows)
 
     @abstractmethod
-    def fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
-        """Run a query and return all its (small) result rows."""
+    def execute_bound(self, sql: str, params: Params) -> int:
+        """Run one statement whose parameters are bound as the driver takes them; the affected
+        row count where the driver knows it."""
+
+    @abstractmethod
+    def fetch_bound(self, sql: str, params: Params) -> list[tuple[Any, ...]]:
+        """Run a query bound as the driver takes it; all its (small) result rows."""
+
+    @abstractmethod
+    def query_bound(self, sql: str, params: Params) -> pa.Table:
+        """Run a read-only query bound as the driver takes it; its (small) result as Arrow."""
+
+    def batches_bound(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """`result_batches` of a query bound as the driver takes it. Columns are matched by position
+        and cast to `schema`'s types by the caller. This default holds the whole result
+        (`query_bound`); clients stream it in chunks."""
+        yield from self.query_bound(sql, params).to_batches()
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[None]:
         """Everything inside commits together or not at all."""
 
     @abstractmethod
-    def query(self, sql: str, params: Params = ()) -> pa.Table:
-        """Run a read-only query and return its (small) result."""
-
-    def result_batches(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """A query's result in record batches: `schema`'s columns, in order (for read-backs).
-
-        Columns are matched by position and cast to `schema`'s types by the caller. This
-        default holds the whole result (`query`); clients stream it in chunks.
-        """
-        yield from self.query(sql, params).to_batches()
-
-    @abstractmethod
     def close(self) -> None:
         """Release the connection."""
-
-    @final
-    def run_together(self, statements: Sequence[tuple[str, Params]]) -> int:
-        """Run `statements` in one transaction; the rows they affected."""
-        with self.transaction():
-            return sum(self.execute(sql, params) for sql, params in statements)
 
 
 class DbApiClient(SqlClient):
@@ -68,14 +108,16 @@ class DbApiClient(SqlClient):
 
     Override points, where a driver differs: `begin_sql`, `driver_params` (values and their
     container as the driver takes them), `cursor`, `affected_rows` (a driver that answers DML
-    with a row), `query` and `result_batches` (a driver with Arrow results of its own),
-    `transaction` (a driver with its own, or a warehouse without), `close`.
+    with a row), `query_bound` and `batches_bound` (a driver with Arrow results of its own),
+    `insert_rows` (a driver with a bulk insert), `transaction` (a driver with its own, or a
+    warehouse without), `close`.
     """
 
     begin_sql: ClassVar[str] = "BEGIN"
     """The statement that starts a transaction (`BEGIN IMMEDIATE` on SQLite)."""
 
-    def __init__(self, connection: Any, outages: Iterable[Outage], where: str) -> None:
+    def __init__(self, connection: Any, outages: Iterable[Outage], where: str, dialect: SqlDialect) -> None:
+        super().__init__(dialect)
         self.connection = connection
         self.outages = tuple(outages)
         self.where = where
@@ -110,16 +152,16 @@ class DbApiClient(SqlClient):
                 cursor.close()
 
     @final
-    def execute(self, sql: str, params: Params = ()) -> int:
+    def execute_bound(self, sql: str, params: Params) -> int:
         with self.cursor(sql, params) as cursor:
             return self.affected_rows(cursor)
 
     @final
-    def fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+    def fetch_bound(self, sql: str, params: Params) -> list[tuple[Any, ...]]:
         with self.cursor(sql, params) as cursor:
             return [tuple(row) for row in cursor.fetchall()]
 
-    def query(self, sql: str, params: Params = ()) -> pa.Table:
+    def query_bound(self, sql: str, params: Params) -> pa.Table:
         """The result as Arrow, one column per column of the cursor's description, typed by Arrow
         from the values (the core casts it to the types it expects)."""
         with self.cursor(sql, params) as cursor:
@@ -128,7 +170,7 @@ class DbApiClient(SqlClient):
         columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
         return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=names)
 
-    def result_batches(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def batches_bound(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """The result `fetchmany(chunk_rows)` at a time, typed with `schema`."""
         with self.cursor(sql, params) as cursor:
             while rows := cursor.fetchmany(self.chunk_rows):

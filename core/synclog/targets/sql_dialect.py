@@ -1,10 +1,12 @@
-"""The dialect half of a SQL target: types, identifiers, casts, column and table DDL, parameters.
+"""The dialect of a target's SQL: types, identifiers, casts, table and view DDL, keys, parameters.
 
 A `SqlDialect` only returns SQL text (and binds parameters into the driver's form); it never
-touches a connection. `SqlTarget` holds one beside its client and writes every type name,
-quoted name, cast and CREATE TABLE through it. A plugin subclasses it where its warehouse's
-SQL differs: `type_names` for the types that are not the standard ones, `placeholder` for a
-`%s` driver, `marker` for a driver with named (typed) parameters.
+touches a connection. Every target has one (`Target.dialect`: the SQL its `query` speaks); a SQL
+target's is its client's (`SqlClient.dialect`), through which every statement it sends is bound,
+and every type name, quoted name, cast, CREATE TABLE and key match of the core is written. A
+plugin subclasses it where its warehouse's SQL differs: `type_names` for the types that are not
+the standard ones, `placeholder` for a `%s` driver, `marker` for a driver with named (typed)
+parameters.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, ClassVar, final
 from synclog.capabilities import Capabilities
 from synclog.naming import Relation
 from synclog.targets import sql_statements as sql
+from synclog.targets.keys import Keys, match_sql
 from synclog.targets.tables import Column, ColumnType, TableSpec
 
 Params = Sequence[Any] | Mapping[str, Any]
@@ -43,6 +46,10 @@ class SqlDialect:
     named: ClassVar[bool] = False
     """The driver takes named parameters only: `bind` turns each positional marker into
     `marker(name, value)` and the values into a mapping (`p0`, `p1`, …)."""
+
+    temporary_stages: ClassVar[bool] = False
+    """Stages are temporary tables of the session (`CREATE TEMP TABLE`: DuckDB, Redshift): a
+    writer that dies leaves none behind."""
 
     text: ClassVar[str] = r"""'(?:''|[^'])*'|"(?:""|[^"])*"|`[^`]*`|--[^\n]*|/\*.*?\*/"""
     """A regular expression of the SQL text a marker in which is no marker (string literals,
@@ -97,7 +104,33 @@ class SqlDialect:
         """CREATE SCHEMA for the schema `relation` lives in."""
         return sql.create_schema(relation.schema_relation())
 
+    def drop_view_sql(self, view: Relation) -> str:
+        """The statement that drops a view that may not exist, which the core runs before creating
+        it again where there is no CREATE OR REPLACE VIEW (`replace_view = no`)."""
+        return sql.drop_view(view.render())
+
     # -- the stage ---------------------------------------------------------------------------
+
+    def create_stage_sql(self, stage: Relation, table: TableSpec) -> str:
+        """CREATE [TEMP] TABLE for the stage of a load of `table` (`temporary_stages`): its columns
+        (`stage_type`), then `stage_options`; IF NOT EXISTS where the client replays statements
+        (the stage's name is new, so the one that can exist is this statement's own, run before
+        by a replay)."""
+        columns = [f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns]
+        create = sql.create_table(
+            stage.render(),
+            columns,
+            if_not_exists=self.capabilities.replays_statements,
+            temporary=self.temporary_stages,
+        )
+        options = self.stage_options(table)
+        return f"{create} {options}" if options else create
+
+    def stage_options(self, table: TableSpec) -> str:
+        """What follows the columns of a stage's CREATE TABLE: a storage format or an engine
+        (`USING DELTA`, `ENGINE = Memory`). Nothing by default: a stage is not partitioned or
+        sorted like its table."""
+        return ""
 
     def stage_type(self, column: Column) -> str:
         """The physical type of `column` in the stage (the stored type by default)."""
@@ -106,6 +139,15 @@ class SqlDialect:
     def staged_value_sql(self, column: Column) -> str:
         """How a staged column becomes the stored value (a JSON parse where the stage holds text)."""
         return self.quote(column.name)
+
+    # -- the swap ----------------------------------------------------------------------------
+
+    def keys_sql(self, keys: Keys, row: str = "") -> tuple[str, list[Any]]:
+        """SQL true of a row whose key `keys` holds (columns of `row`, an alias, or unqualified)
+        and its parameters: the constants every swap matches the table with, so that the
+        warehouse prunes it by them (`synclog.targets.keys.match_sql`: equalities, ranges, IN).
+        Override where the warehouse prunes better by another form (a VALUES list)."""
+        return match_sql(keys, row, self.quote, self.placeholder)
 
     # -- parameters --------------------------------------------------------------------------
 

@@ -27,10 +27,14 @@ def create_schema(schema: str) -> str:
     return f"CREATE SCHEMA IF NOT EXISTS {schema}"
 
 
-def create_table(relation: str, columns: Sequence[str], if_not_exists: bool = True) -> str:
-    """`CREATE TABLE [IF NOT EXISTS] relation (column, …)`, each column a declaration (`"name" TYPE`)."""
+def create_table(
+    relation: str, columns: Sequence[str], if_not_exists: bool = True, temporary: bool = False
+) -> str:
+    """`CREATE [TEMP] TABLE [IF NOT EXISTS] relation (column, …)`, each column a declaration
+    (`"name" TYPE`)."""
+    kind = "TEMP TABLE" if temporary else "TABLE"
     guard = "IF NOT EXISTS " if if_not_exists else ""
-    return f"CREATE TABLE {guard}{relation} ({_listed(columns)})"
+    return f"CREATE {kind} {guard}{relation} ({_listed(columns)})"
 
 
 def add_column(relation: str, column: str) -> str:
@@ -79,9 +83,9 @@ def tables_like(placeholder: str, catalog: str = "") -> str:
 # -- rows --------------------------------------------------------------------------------------
 
 
-def insert_values(relation: str, count: int, placeholder: str) -> str:
-    """`INSERT INTO relation VALUES (p, …)`, `count` values bound in table order."""
-    return f"INSERT INTO {relation} VALUES ({_listed([placeholder] * count)})"
+def insert_values(relation: str, columns: Sequence[str], placeholder: str) -> str:
+    """`INSERT INTO relation (column, …) VALUES (p, …)`: one row, a value bound per column."""
+    return f"INSERT INTO {relation} ({_listed(columns)}) VALUES ({_listed([placeholder] * len(columns))})"
 
 
 def count_rows(relation: str) -> str:
@@ -102,33 +106,23 @@ def select_where_equal(relation: str, expressions: Sequence[str], key: str, plac
 # -- the swap ----------------------------------------------------------------------------------
 
 
-def delete_where_equal(relation: str, columns: Sequence[str], placeholder: str) -> str:
-    """`DELETE FROM relation WHERE column = p AND …` (a scope, bound in `columns`' order)."""
-    where = " AND ".join(f"{column} = {placeholder}" for column in columns)
-    return f"DELETE FROM {relation} WHERE {where}"
+def delete_where(relation: str, condition: str) -> str:
+    """`DELETE FROM relation WHERE condition` (the replaced keys, as constants)."""
+    return f"DELETE FROM {relation} WHERE {condition}"
 
 
-def delete_matching_keys(target: str, staged: str, key: Sequence[str]) -> str:
-    """`DELETE FROM target WHERE (key, …) IN (SELECT DISTINCT key, … FROM staged)`."""
-    columns = _listed(key)
-    return f"DELETE FROM {target} WHERE ({columns}) IN (SELECT DISTINCT {columns} FROM {staged})"
-
-
-def insert_select(target: str, columns: Sequence[str], values: Sequence[str], staged: str) -> str:
-    """`INSERT INTO target (column, …) SELECT value, … FROM staged`."""
-    return f"INSERT INTO {target} ({_listed(columns)}) SELECT {_listed(values)} FROM {staged}"
-
-
-def insert_select_absent(
-    target: str, columns: Sequence[str], values: Sequence[str], staged: str, matches: Sequence[str]
+def insert_select(
+    target: str, columns: Sequence[str], values: Sequence[str], staged: str, where: str = ""
 ) -> str:
-    """`INSERT INTO target (column, …) SELECT value, … FROM staged AS s WHERE NOT EXISTS (SELECT 1
-    FROM target AS t WHERE match AND …)`: after the swap's DELETE every staged row goes in; run a
-    second time, none does (`matches`: conditions on `t.` and `s.` columns, or bound scope values)."""
-    return (
-        f"INSERT INTO {target} ({_listed(columns)}) SELECT {_listed(values)} FROM {staged} AS s "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {target} AS t WHERE {' AND '.join(matches)})"
-    )
+    """`INSERT INTO target (column, …) SELECT value, … FROM staged [WHERE where]`."""
+    condition = f" WHERE {where}" if where else ""
+    return f"INSERT INTO {target} ({_listed(columns)}) SELECT {_listed(values)} FROM {staged}{condition}"
+
+
+def none_left(target: str, condition: str) -> str:
+    """`(SELECT COUNT(*) FROM target WHERE condition) = 0`: the table holds no row the condition
+    (the replaced keys) matches: the guard of an INSERT that a replay must not repeat."""
+    return f"(SELECT COUNT(*) FROM {target} WHERE {condition}) = 0"
 
 
 def merge_replacing(
@@ -136,39 +130,27 @@ def merge_replacing(
     staged: str,
     columns: Sequence[str],
     values: Sequence[str],
-    markers: str,
     marker_values: Sequence[str],
-    key: Sequence[str],
+    replaced: str,
     mark: str,
 ) -> str:
-    """One MERGE that replaces the rows of `target` whose `key` a marker row names by the staged rows.
+    """One MERGE that replaces the rows of `target` (aliased `t`) that `replaced` matches by the
+    staged rows.
 
-    The source is the staged rows (`values`, one per column, as `columns`) with `mark` FALSE,
-    and one row per key of the `markers` query (`marker_values`: the key, else a typed NULL)
-    with `mark` TRUE: a marker deletes the matching rows, a staged row is inserted.
+    The source is the staged rows (`values`, one per column, as `columns`) with `mark` FALSE, and
+    one marker row (`marker_values`: typed NULLs) with `mark` TRUE, which every row `replaced`
+    matches meets: it deletes them; a staged row meets none and is inserted. The condition on the
+    table is constants only, so the warehouse prunes the table by them.
     """
     rows = _listed([f"{value} AS {column}" for value, column in zip(values, columns, strict=True)])
-    source = (
-        f"SELECT {rows}, FALSE AS {mark} FROM {staged} "
-        f"UNION ALL SELECT {_listed(marker_values)}, TRUE AS {mark} FROM ({markers}) AS m"
-    )
-    on = " AND ".join(f"t.{k} = s.{k}" for k in key)
+    marker = _listed([f"{value} AS {column}" for value, column in zip(marker_values, columns, strict=True)])
+    source = f"SELECT {rows}, FALSE AS {mark} FROM {staged} UNION ALL SELECT {marker}, TRUE AS {mark}"
     inserted = _listed([f"s.{column}" for column in columns])
     return (
-        f"MERGE INTO {target} AS t USING ({source}) AS s ON {on} AND s.{mark} "
+        f"MERGE INTO {target} AS t USING ({source}) AS s ON s.{mark} AND ({replaced}) "
         f"WHEN MATCHED THEN DELETE "
         f"WHEN NOT MATCHED AND NOT s.{mark} THEN INSERT ({_listed(columns)}) VALUES ({inserted})"
     )
-
-
-def distinct_keys(staged: str, key: Sequence[str]) -> str:
-    """`SELECT DISTINCT key, … FROM staged`: the marker rows of a keyed MERGE."""
-    return f"SELECT DISTINCT {_listed(key)} FROM {staged}"
-
-
-def select_values(values: Sequence[str], names: Sequence[str]) -> str:
-    """`SELECT value AS name, …`: one row of expressions (a scope's marker row)."""
-    return f"SELECT {_listed([f'{v} AS {n}' for v, n in zip(values, names, strict=True)])}"
 
 
 # -- retention ---------------------------------------------------------------------------------

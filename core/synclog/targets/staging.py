@@ -13,9 +13,9 @@ driver for the few rows built there (`fill_from_table`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -26,6 +26,7 @@ from synclog.naming import Relation
 from synclog.storage.files import PartFiles, task_number
 from synclog.storage.location import Location
 from synclog.storage.manifest import Manifest, StoredFile
+from synclog.targets.keys import Keys
 from synclog.targets.tables import TableSpec
 
 REPORT_SCHEMA = pa.schema([("report", pa.string())])
@@ -67,10 +68,8 @@ class Stages(Protocol):
     def load_staged(self, stage: Relation, table: TableSpec, reports: Sequence[str]) -> int:
         """Finish filling `stage` from the tasks' reports; return its rows."""
 
-    def swap_staged(
-        self, table: TableSpec, stage: Relation, count: int, scope: Mapping[str, Any] | None
-    ) -> None:
-        """Replace, atomically, what the `count` staged rows (or the `scope`) replace."""
+    def swap_staged(self, table: TableSpec, stage: Relation, count: int, keys: Keys) -> None:
+        """Replace, atomically, the rows of `keys` by the `count` staged rows."""
 
     def release_stage(self, stage: Relation) -> None:
         """Drop `stage` and what was staged for it (also after a failed load)."""

@@ -129,7 +129,7 @@ class LayoutTracking(ABC):
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.p = target.placeholder
+        self.p = target.dialect.placeholder
 
     @abstractmethod
     def source(self, sync_id: int, sync_run_id: int | None = None) -> Source | None:

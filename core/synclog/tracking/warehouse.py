@@ -53,7 +53,7 @@ class CensusTracking(LayoutTracking):
 
     def source(self, sync_id: int, sync_run_id: int | None = None) -> Source:
         view = self.target.relation(SYNC_LOG, SYNC_LOG.view).render()
-        payload = self.target.json_text_sql("record_payload")
+        payload = self.target.dialect.json_text_sql("record_payload")
         tracked = (
             f"CASE WHEN invalid_reason IS NOT NULL THEN '{Tracked.INVALID}' "
             f"WHEN status = 'succeeded' THEN '{Tracked.SUCCEEDED}' "
@@ -69,6 +69,8 @@ class CensusTracking(LayoutTracking):
         return Source(sql, [sync_id], ("log_id",))
 
     def runs(self, query: RunQuery) -> pa.Table:
+        """The runs `sync_log` holds records of, each joined with its `synclog_runs` row (derived
+        tables, no WITH: it runs where there are no CTEs)."""
         source = self.source(query.sync_id)
         t = self.target
         counted = (
@@ -86,15 +88,15 @@ class CensusTracking(LayoutTracking):
             )
             params.append(query.sync_id)
         else:
-            null = {name: t.cast_sql("NULL", kind) for name, kind in _ENDED.items()}
+            null = {name: t.dialect.cast_sql("NULL", kind) for name, kind in _ENDED.items()}
             ended = "SELECT " + ", ".join(f"{v} AS {k}" for k, v in null.items()) + " WHERE 1 = 0"
         numbers = ", ".join(f"c.{name}" for name in _NUMBERS)
         sql = (
-            f"WITH c AS ({counted}), r AS ({ended}) "
             "SELECT c.sync_id, c.sync_run_id, COALESCE(r.started_at, c.first_batch) AS started_at, "
             "COALESCE(r.finished_at, c.last_batch) AS finished_at, "
-            f"COALESCE(r.status, c.implied) AS status, {t.json_text_sql('r.extra')} AS extra, {numbers} "
-            "FROM c LEFT JOIN r ON r.sync_id = c.sync_id AND r.sync_run_id = c.sync_run_id "
+            f"COALESCE(r.status, c.implied) AS status, {t.dialect.json_text_sql('r.extra')} AS extra, "
+            f"{numbers} FROM ({counted}) c LEFT JOIN ({ended}) r "
+            "ON r.sync_id = c.sync_id AND r.sync_run_id = c.sync_run_id "
             f"ORDER BY started_at DESC, c.sync_run_id DESC{page(query.limit, query.offset)}"
         )
         return conform(self.target.query(sql, params), RUN_COUNTS)
@@ -142,15 +144,15 @@ class HightouchTracking(LayoutTracking):
             f"WHEN status = 'failed' THEN '{Tracked.REJECTED}' END"
         )
         fields = (
-            t.json_text_sql("fields")
+            t.dialect.json_text_sql("fields")
             if t.capabilities.fields_column
-            else t.cast_sql("NULL", ColumnType.STRING)
+            else t.dialect.cast_sql("NULL", ColumnType.STRING)
         )
         sql = (
-            f"SELECT sync_id, sync_run_id, {t.cast_sql('NULL', ColumnType.BIGINT)} AS batch_number, "
+            f"SELECT sync_id, sync_run_id, {t.dialect.cast_sql('NULL', ColumnType.BIGINT)} AS batch_number, "
             f"row_id AS record_identifier, op_type AS operation, {tracked} AS tracked_status, "
             "status AS layout_status, failure_reason AS status_message, error_code, batch_started_at, "
-            f"{t.cast_sql('NULL', ColumnType.TIMESTAMP)} AS batch_completed_at, "
+            f"{t.dialect.cast_sql('NULL', ColumnType.TIMESTAMP)} AS batch_completed_at, "
             f"{fields} AS record_payload "
             f"FROM {t.relation(CHANGELOG).render()} WHERE sync_id = {self.p}"
         )
@@ -174,7 +176,7 @@ class HightouchTracking(LayoutTracking):
         sql = (
             "SELECT r.sync_id, r.sync_run_id, r.started_at, r.finished_at, "
             f"CASE WHEN {partial} THEN 'partial' ELSE r.status END AS status, "
-            f"{self.target.json_text_sql('r.extra')} AS extra, "
+            f"{self.target.dialect.json_text_sql('r.extra')} AS extra, "
             f"{total('planned')} AS records, {total('succeeded')} - {invalid('succeeded')} AS succeeded, "
             f"{total('failed')} + {invalid('succeeded')} + {invalid('aborted')} AS failed, "
             f"{total('failed')} - c.invalid_failed AS rejected, c.invalid AS invalid, "

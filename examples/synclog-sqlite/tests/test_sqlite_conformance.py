@@ -8,32 +8,12 @@ from pathlib import Path
 import pytest
 
 from synclog_testing.conformance import (
-    HightouchConformance,
-    ModelConformance,
-    NamingAndDdlConformance,
-    OutagesConformance,
-    PrivacyConformance,
-    ReadBackConformance,
-    RetentionConformance,
-    TrackingConformance,
-    WritesConformance,
+    PortableConformance,
 )
 from synclog_testing.outage import Outage, file_outage
-from synclog_testing.swaps import SwapConformance
 
 
-class TestSqlite(
-    ModelConformance,
-    NamingAndDdlConformance,
-    WritesConformance,
-    SwapConformance,
-    OutagesConformance,
-    RetentionConformance,
-    HightouchConformance,
-    ReadBackConformance,
-    PrivacyConformance,
-    TrackingConformance,
-):  # SQLite has no QUALIFY: no QualifyConformance
+class TestSqlite(PortableConformance):  # SQLite has no QUALIFY
     """The suite, on the fresh database of `synclog_target_url` (conftest.py)."""
 
     @pytest.fixture

@@ -88,7 +88,7 @@ def test_a_connection_sees_the_schemas_another_connection_attached_since_it_open
     try:
         assert reader.existing_tables([table]) == []
         writer.ensure([table])
-        writer.execute("INSERT INTO census.runs VALUES (7)")
+        writer.client.execute("INSERT INTO census.runs VALUES (7)")
         assert reader.existing_tables([table]) == [table]
         assert reader.query("SELECT sync_id FROM census.runs").to_pylist() == [{"sync_id": 7}]
     finally:

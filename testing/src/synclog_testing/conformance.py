@@ -46,6 +46,7 @@ from synclog.plugins.manager import registry
 from synclog.spark import spark_session
 from synclog.storage.location import Location
 from synclog.targets.base import Target
+from synclog.targets.keys import Keys
 from synclog.targets.lake import LakeTarget
 from synclog.targets.rows import Rows
 from synclog.targets.sql import VERSIONS_TABLE
@@ -106,6 +107,11 @@ def sync_log_frame(spark: SparkSession, sync_run_id: int, batch_number: Column, 
     return spark.range(0, rows, numPartitions=4).select(
         *[values.get(c.name, F.lit(None)).cast(c.type.spark()).alias(c.name) for c in SYNC_LOG.columns]
     )
+
+
+def sync_log_keys(sync_run_id: int, batches: tuple[int, ...] = (0, 1)) -> Keys:
+    """The keys the rows of `sync_log_frame` (sync 1234, `sync_run_id`) replace: its `batches`."""
+    return Keys.of_values(SYNC_LOG.replace_key, [(1234, sync_run_id, batch) for batch in batches])
 
 
 def failing_sync_log_frame(spark: SparkSession, sync_run_id: int) -> DataFrame:
@@ -218,6 +224,11 @@ class NamingAndDdlConformance(ConformanceBase):
         # What `synclog demo` asks of the census layout, in the demo's own SQL.
         assert values(report.rejection_reasons(target)) == [(REJECTION, 7)]
         assert values(report.invalid_records(target)) == [("DUPLICATE", 2), ("NULL", 1)]
+        lacking = target.capabilities.lacking("ctes", "window_functions")
+        if lacking is not None:  # the question needs LAG: not asked, in one line
+            with pytest.raises(report.Unanswerable, match=re.escape(lacking)):
+                report.segment_changes(target, run.sync_id, run.sync_run_id)
+            return
         moves = values(report.segment_changes(target, run.sync_id, run.sync_run_id))
         segment = run.source_object.name
         assert [move[:3] for move in moves] == [(segment, "entered", 22), (segment, "left", 8)]
@@ -261,7 +272,8 @@ class WritesConformance(ConformanceBase):
         log = target.relation(SYNC_LOG, SYNC_LOG.view).render()
         before = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
         with pytest.raises(Exception, match=FAILURE):
-            target.replace_rows(SYNC_LOG, Rows.of(failing_sync_log_frame(spark, run.sync_run_id)))
+            failing = Rows.of(failing_sync_log_frame(spark, run.sync_run_id))
+            target.replace_rows(SYNC_LOG, failing, sync_log_keys(run.sync_run_id))
         after = target.query(f"SELECT log_id FROM {log} ORDER BY log_id").column(0).to_pylist()
         assert len(before) == 40
         assert after == before
@@ -522,12 +534,13 @@ class HightouchConformance(ConformanceBase):
         named = ["audience", "sync_run_id", "run_status", "entered", "changed", "left", "failed", "aborted"]
         assert [name.lower() for name in audience_moves.column_names] == named
         assert values(report.current_members(target)) == [("Audience 77", 5, 2)]  # g: sent, flagged
-        moves = self.rows_sql(target, self.seed(SEED_002_ENTER_EXIT))
-        assert list(moves[0]) == ["user_id", "audience", "type", "timestamp"]
-        assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
-            *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
-            ("d", "Audience 77", "removed"),
-        }
+        if target.capabilities.lacking("ctes", "window_functions") is None:  # the seed's WITH and LAG
+            moves = self.rows_sql(target, self.seed(SEED_002_ENTER_EXIT))
+            assert list(moves[0]) == ["user_id", "audience", "type", "timestamp"]
+            assert {(r["user_id"], r["audience"], r["type"]) for r in moves} == {
+                *[(p, "Audience 77", "added") for p in (None, *"abcdefgh")],
+                ("d", "Audience 77", "removed"),
+            }
 
         before = self.contents(target)
         self.write_people(log, second, then)
@@ -784,7 +797,7 @@ class ModelConformance(ConformanceBase):
         )
 
 
-class TargetConformance(
+class PortableConformance(
     ModelConformance,
     NamingAndDdlConformance,
     WritesConformance,
@@ -792,11 +805,15 @@ class TargetConformance(
     OutagesConformance,
     RetentionConformance,
     HightouchConformance,
-    QualifyConformance,
     ReadBackConformance,
     PrivacyConformance,
     TrackingConformance,
 ):
+    """Every class of the suite but `QualifyConformance`: what a target holding the census and
+    hightouch layouts passes whether or not its SQL has QUALIFY."""
+
+
+class TargetConformance(PortableConformance, QualifyConformance):
     """Every class of the suite: what a target holding the census and hightouch layouts passes."""
 
 

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from synclog.targets.base import Target
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.targets.tables import Column, ColumnType, TableSpec
 
@@ -79,7 +80,8 @@ def check_read_back(
 ) -> None:
     """Store `rows`, read sync 1 back: its rows in `row_groups`, every value as it was written."""
     target.ensure([READS])
-    target.replace_rows(READS, Rows.local(spark, READS, rows))
+    loaded = Rows.local(spark, READS, rows)
+    target.replace_rows(READS, loaded, Keys.of_rows(READS, loaded))
     with target.read_rows(READS_WIDER, 1, spark) as frame:
         assert frame is not None
         parquet = exported_file(target)
@@ -97,7 +99,8 @@ def check_read_back(
 def check_empty_read_back(target: Target, spark: SparkSession) -> None:
     """A sync without rows reads back as a valid, empty file that carries the schema."""
     target.ensure([READS])
-    target.replace_rows(READS, Rows.local(spark, READS, [{"sync_id": 2, "row_id": "a", "seen_at": LATER}]))
+    loaded = Rows.local(spark, READS, [{"sync_id": 2, "row_id": "a", "seen_at": LATER}])
+    target.replace_rows(READS, loaded, Keys.of_rows(READS, loaded))
     with target.read_rows(READS, 1, spark) as frame:
         assert frame is not None
         exported = exported_file(target).read()

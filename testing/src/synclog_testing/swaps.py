@@ -1,13 +1,17 @@
-"""The swap strategies (`synclog.targets.swaps`), each with its own tests, run on every target
-whose capabilities pick it: a SQL target's suite runs the tests of its strategy, and the rest skip.
+"""The swap's tests (`synclog.targets.swaps`), run on every SQL target whatever its strategy, its
+own (`swap = own`) included, and judged by what the table holds: replaces by keys and by scope, a
+batch moved to another day, a swap or a statement replayed; and the statements a swap sends,
+captured on their way through the target's client: they match the table by the replaced keys'
+constants, never by the staged rows'.
 
-Each test loads census `sync_log` rows straight through `replace_rows` and watches the swap's
-statements on their way to `run_swap`, replaying or failing one as a client or a warehouse would.
+Each test loads census `sync_log` rows straight through `replace_rows`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,11 +20,10 @@ from pyspark.sql import SparkSession
 
 from synclog.layouts.census import SYNC_LOG
 from synclog.targets.base import Target
+from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.targets.sql import SqlTarget
 from synclog.targets.sql_statements import Statement
-from synclog.targets.swaps import delete_insert, insert_missing, merge, partition_replace
-from synclog.targets.swaps.choice import Swap, swap_for
 from synclog_testing.base import ConformanceBase
 
 DAY_1 = datetime(2026, 3, 1, 8, tzinfo=UTC)
@@ -30,6 +33,10 @@ FIRST = [("l1", 1, 10, 0, DAY_1), ("l2", 1, 10, 0, DAY_1), ("l3", 1, 10, 1, DAY_
 REPLACED = [("x", 1, 10, 0, DAY_1)]
 """Batch 0 of run 10 again, with one row: l1 and l2 go, l3 (batch 1) and l4 (sync 2) stay."""
 AFTER = ["l3", "l4", "x"]
+KEYED = [("k1", 417, 4170, 3, DAY_1), ("k2", 417, 4170, 3, DAY_2)]
+"""Rows of keys no other row has (sync 417, run 4170, batch 3), to find among a swap's parameters."""
+STAGE_MATCHES = re.compile(r"\bEXISTS\s*\(|\bIN\s*\(\s*SELECT\b|\bUSING\s*\(\s*SELECT\s+DISTINCT\b", re.I)
+"""How a statement matches a table's rows against a stage's: a semi-join, not constants."""
 
 
 def log_rows(rows: Sequence[tuple[str, int, int, int, datetime]]) -> list[dict[str, Any]]:
@@ -38,22 +45,22 @@ def log_rows(rows: Sequence[tuple[str, int, int, int, datetime]]) -> list[dict[s
 
 
 class SwapConformance(ConformanceBase):
-    """Each swap strategy's own tests, on a target whose capabilities pick it."""
+    """The swap of every SQL target, whatever its strategy."""
 
-    def sql_target(self, target: Target, strategy: Swap | None = None) -> SqlTarget:
-        """`target` as a SQL target whose swap is `strategy` (any, where None); else the test skips."""
+    def sql_target(self, target: Target) -> SqlTarget:
+        """`target` as a SQL target, its census `sync_log` created; a target that runs no swap
+        statements (the lake) skips."""
         self.require(target, "census")
         if not isinstance(target, SqlTarget):
             pytest.skip(f"{target.url.scheme} runs no swap statements")
-        if type(target).swap_statements is not SqlTarget.swap_statements:
-            pytest.skip(f"{target.url.scheme} has a swap of its own")
-        if strategy is not None and swap_for(target.capabilities) is not strategy:
-            pytest.skip(f"{target.url.scheme}'s capabilities pick another swap strategy")
         target.ensure([SYNC_LOG])
         return target
 
     def load(self, target: SqlTarget, spark: SparkSession, rows: Sequence[Any], **scope: Any) -> int:
-        return target.replace_rows(SYNC_LOG, Rows.local(spark, SYNC_LOG, log_rows(rows)), scope or None)
+        """Load census rows in place of `scope`'s, else of their own keys."""
+        loaded = Rows.local(spark, SYNC_LOG, log_rows(rows))
+        keys = Keys.scope(scope) if scope else Keys.of_rows(SYNC_LOG, loaded)
+        return target.replace_rows(SYNC_LOG, loaded, keys)
 
     def log_ids(self, target: SqlTarget) -> list[str]:
         relation = target.relation(SYNC_LOG).render()
@@ -73,23 +80,9 @@ class SwapConformance(ConformanceBase):
         monkeypatch.setattr(target, "run_swap", watched)
         return seen
 
-    def run_twice(self, target: SqlTarget, monkeypatch: pytest.MonkeyPatch) -> list[list[Statement]]:
-        """Run every swap's statements twice, as replayed by a client; return the swaps seen."""
-        run_swap = target.run_swap
-
-        def replayed(statements: list[Statement]) -> None:
-            run_swap(statements)
-            run_swap(statements)
-
-        return self.watch_swaps(target, monkeypatch, replayed)
-
-    def failing(self, target: SqlTarget) -> Statement:
-        """A statement every warehouse refuses: it reads a table that does not exist."""
-        return f"SELECT * FROM {target.relation(SYNC_LOG).with_name('synclog_no_such_table').render()}", ()
-
     def test_a_swap_replaces_by_key_and_by_scope(self, target: Target, spark: SparkSession) -> None:
-        """Whichever the strategy: a batch again replaces its rows only; a scope replaces every row
-        matching it, also by no rows."""
+        """A batch again replaces its rows only; a scope replaces every row matching it, also by
+        no rows."""
         sql = self.sql_target(target)
         assert self.load(sql, spark, FIRST) == 4
         assert self.load(sql, spark, REPLACED) == 1
@@ -99,69 +92,115 @@ class SwapConformance(ConformanceBase):
         assert self.load(sql, spark, [("y", 2, 21, 0, DAY_2)], sync_id=2) == 1
         assert self.log_ids(sql) == ["y"]
 
-    def test_delete_and_insert_commit_together(
-        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    def test_a_batch_moved_to_another_day_leaves_no_row_on_the_first(
+        self, target: Target, spark: SparkSession
     ) -> None:
-        """Delete-and-insert: [the lock,] the DELETE, the INSERT; the INSERT failing undoes the DELETE."""
-        sql = self.sql_target(target, delete_insert.statements)
+        """A batch written again with its rows on another day: the day it left keeps none of them
+        (a day left empty is emptied) and the rows of other batches stay where they were."""
+        sql = self.sql_target(target)
         self.load(sql, spark, FIRST)
-        run_swap, failing = sql.run_swap, self.failing(sql)
-        seen = self.watch_swaps(sql, monkeypatch, lambda statements: run_swap([*statements[:-1], failing]))
-        with pytest.raises(Exception):  # noqa: B017 - the warehouse's own error for the missing table
-            self.load(sql, spark, REPLACED)
-        assert self.log_ids(sql) == ["l1", "l2", "l3", "l4"]
-        (statements,) = seen
-        lock = sql.lock_statement(sql.relation(SYNC_LOG))
-        assert statements[: len(statements) - 2] == ([lock] if lock else [])
-        assert [text.split()[0].upper() for text, _ in statements[-2:]] == ["DELETE", "INSERT"]
-        monkeypatch.undo()
         self.load(sql, spark, REPLACED)
-        assert self.log_ids(sql) == AFTER
-
-    def test_insert_only_missing_adds_nothing_when_replayed(
-        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """Insert-only-missing: the client replays the swap's INSERT (its answer was lost); the
-        replay adds no row."""
-        sql = self.sql_target(target, insert_missing.statements)
-        self.load(sql, spark, FIRST)
-        run_swap = sql.run_swap
-
-        def replayed(statements: list[Statement]) -> None:
-            run_swap(statements)
-            sql.execute(*statements[-1])
-
-        seen = self.watch_swaps(sql, monkeypatch, replayed)
-        self.load(sql, spark, REPLACED)
-        self.load(sql, spark, [("y", 2, 20, 0, DAY_1)], sync_id=2)
-        assert len(seen) == 2
-        assert self.log_ids(sql) == ["l3", "x", "y"]
-
-    def test_a_replayed_merge_changes_nothing(
-        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """MERGE: one statement, which replayed changes nothing."""
-        sql = self.sql_target(target, merge.statements)
-        self.load(sql, spark, FIRST)
-        seen = self.run_twice(sql, monkeypatch)
-        self.load(sql, spark, REPLACED)
-        self.load(sql, spark, [("y", 2, 20, 0, DAY_1)], sync_id=2)
-        assert [len(statements) for statements in seen] == [1, 1]
-        assert self.log_ids(sql) == ["l3", "x", "y"]
-
-    def test_partition_replace_rewrites_the_partitions_touched_one_statement_each(
-        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """Partition replace: one statement per day touched; the other day's rows stay; a day left
-        empty goes; the statements replayed change nothing."""
-        sql = self.sql_target(target, partition_replace.statements)
-        self.load(sql, spark, FIRST)
-        seen = self.run_twice(sql, monkeypatch)
-        self.load(sql, spark, REPLACED)  # day 1 only: rewritten without l1, l2 and with x
-        assert self.log_ids(sql) == AFTER
         self.load(sql, spark, [("z", 1, 10, 1, DAY_1)])  # batch 1 moves to day 1: day 2 is left empty
         assert self.log_ids(sql) == ["l4", "x", "z"]
-        assert [len(statements) for statements in seen] == [1, 2]
         relation = sql.relation(SYNC_LOG).render()
         later = self.rows_sql(sql, f"SELECT log_id FROM {relation} WHERE batch_number = 1")
         assert [r["log_id"] for r in later] == ["z"]
+
+    def test_a_swap_run_twice_changes_nothing(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Every swap's statements run twice over (a batch written again, to the statement): the
+        table holds what one run of them leaves."""
+        sql = self.sql_target(target)
+        run_swap = sql.run_swap
+
+        def twice(statements: list[Statement]) -> None:
+            run_swap(statements)
+            run_swap(statements)
+
+        seen = self.watch_swaps(sql, monkeypatch, twice)
+        self.load(sql, spark, FIRST)
+        self.load(sql, spark, REPLACED)
+        assert self.log_ids(sql) == AFTER
+        self.load(sql, spark, [("y", 2, 20, 0, DAY_1)], sync_id=2)
+        assert len(seen) == 3
+        assert self.log_ids(sql) == ["l3", "x", "y"]
+
+    def test_a_statement_the_client_replays_changes_nothing(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A client that replays statements (`replays_statements`) may send any one of a swap's
+        statements twice in a row: the table holds what the swap leaves."""
+        sql = self.sql_target(target)
+        if not sql.capabilities.replays_statements:
+            pytest.skip(f"{target.url.scheme}'s client sends no statement twice (replays_statements = no)")
+        run_swap = sql.run_swap
+        sent: list[Statement] = []
+
+        def replayed(statements: list[Statement]) -> None:
+            doubled = [statement for statement in statements for _ in range(2)]
+            sent.extend(doubled)
+            run_swap(doubled)
+
+        self.watch_swaps(sql, monkeypatch, replayed)
+        self.load(sql, spark, FIRST)
+        self.load(sql, spark, REPLACED)
+        self.load(sql, spark, [("y", 2, 20, 0, DAY_1)], sync_id=2)
+        assert sent
+        assert self.log_ids(sql) == ["l3", "x", "y"]
+
+    def test_a_swap_matches_the_table_by_the_keys_constants(
+        self, target: Target, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The statements a swap sends through the target's client carry the replaced keys as
+        constants (parameters), and none matches the table's rows against the stage's (an
+        EXISTS, an IN or USING of a stage query, a staged column compared with the table's):
+        a write reads its own run's data, and the warehouse prunes the table by the constants."""
+        sql = self.sql_target(target)
+        relation = sql.relation(SYNC_LOG).render()
+        with captured(sql, monkeypatch) as sent:
+            self.load(sql, spark, KEYED)
+        assert self.log_ids(sql) == ["k1", "k2"]
+        stage = _stage_name(sent, relation)
+        naming_table = [(text, params) for text, params in sent if relation in text]
+        assert any({417, 4170, 3} <= _values(params) for _, params in naming_table), naming_table
+        q = sql.dialect.quote
+        for text, _ in naming_table:
+            if stage not in text:
+                continue
+            assert not STAGE_MATCHES.search(text), text
+            for key in SYNC_LOG.replace_key:
+                column = re.escape(q(key))
+                joined = rf"\b\w+\.{column}\s*=\s*\w+\.{column}"
+                assert not re.search(joined, text), text
+
+
+@contextmanager
+def captured(target: SqlTarget, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Statement]]:
+    """Every statement (and its parameters) the target sends through its client in the block."""
+    sent: list[Statement] = []
+    client = target.client
+    for name in ("execute", "fetch", "query"):
+        original = getattr(client, name)
+
+        def watched(sql: str, params: Sequence[Any] = (), *, _original: Any = original) -> Any:
+            sent.append((sql, list(params)))
+            return _original(sql, params)
+
+        monkeypatch.setattr(client, name, watched)
+    yield sent
+
+
+def _stage_name(sent: Sequence[Statement], relation: str) -> str:
+    """The name of the stage the statements `sent` created (a new name: `_synclog_stage_…`)."""
+    for text, _ in sent:
+        found = re.search(r"_synclog_stage_[0-9a-z_]+", text, re.I)
+        if found:
+            return found.group(0)
+    raise AssertionError(f"no statement sent for a load into {relation} names its stage")
+
+
+def _values(params: Any) -> set[int]:
+    """The integers a statement binds, positional or named."""
+    values = params.values() if isinstance(params, dict) else params
+    return {v for v in values if type(v) is int}

@@ -1,41 +1,39 @@
-"""Delete-and-insert: [the target's lock,] a DELETE of the replaced keys (or the scope) and an
-INSERT from the stage, committed together in one transaction (`capabilities.transactions`)."""
+"""Delete-and-insert: [the target's lock,] a DELETE of the replaced keys and an INSERT from the
+stage, committed together in one transaction (`capabilities.transactions`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from synclog.naming import Relation
 from synclog.targets import sql_statements as sql
+from synclog.targets.keys import Keys
 from synclog.targets.sql_statements import Statement
 from synclog.targets.swaps.host import SwapHost
 from synclog.targets.tables import TableSpec
 
 
 def statements(
-    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
+    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, keys: Keys
 ) -> list[Statement]:
     """[lock,] DELETE, INSERT: run in one transaction (`run_swap`)."""
-    columns = [target.quote(c) for c in table.column_names()]
-    values = [target.staged_value_sql(c) for c in table.columns]
-    insert: Statement = (sql.insert_select(relation.render(), columns, values, stage.render()), ())
-    return [*lock_and_delete(target, table, relation, stage, scope), insert]
+    return [*lock_and_delete(target, relation, keys), (insert_staged(target, table, relation, stage), ())]
 
 
-def lock_and_delete(
-    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, scope: Mapping[str, Any] | None
-) -> list[Statement]:
-    """The target's lock statement where it gives one, then the DELETE of what the load replaces:
-    the rows matching `scope`, else those whose replace key a staged row has."""
-    rendered = relation.render()
-    if scope:
-        where = [target.quote(name) for name in scope]
-        delete: Statement = (
-            sql.delete_where_equal(rendered, where, target.placeholder),
-            list(scope.values()),
-        )
-    else:
-        delete = (target.delete_keys_sql(rendered, stage.render(), table.replace_key), ())
+def lock_and_delete(target: SwapHost, relation: Relation, keys: Keys) -> list[Statement]:
+    """The target's lock statement where it gives one, then the DELETE of the rows whose key
+    `keys` holds, matched by their constants (none without keys)."""
     lock = target.lock_statement(relation)
-    return [*([lock] if lock else []), delete]
+    statements = [lock] if lock else []
+    if not keys.empty:
+        condition, params = target.dialect.keys_sql(keys)
+        statements.append((sql.delete_where(relation.render(), condition), params))
+    return statements
+
+
+def insert_staged(
+    target: SwapHost, table: TableSpec, relation: Relation, stage: Relation, where: str = ""
+) -> str:
+    """INSERT every staged row [`where` holds] into `relation`, each column as it is stored."""
+    dialect = target.dialect
+    columns = [dialect.quote(c) for c in table.column_names()]
+    values = [dialect.staged_value_sql(c) for c in table.columns]
+    return sql.insert_select(relation.render(), columns, values, stage.render(), where)

@@ -73,10 +73,19 @@ class SqliteClient(api.DbApiClient):
 
     begin_sql = "BEGIN IMMEDIATE"
 
-    def result_batches(self, sql: str, params: api.Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def batches_bound(self, sql: str, params: api.Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """The whole result as `query` gives it (booleans as 0 / 1, timestamps as text): the core
         casts it to `schema`, which SQLite's values do not take as they are."""
-        yield from self.query(sql, params).to_batches()
+        yield from self.query_bound(sql, params).to_batches()
+
+    def insert_rows(self, relation: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """One `executemany` of the core's INSERT, each row bound as every statement is."""
+        insert = api.sql_statements.insert_values(relation, columns, self.dialect.placeholder)
+        bound = [self.dialect.bind(insert, row) for row in rows]
+        if bound:
+            with self.errors():
+                self.connection.executemany(bound[0][0], [self.driver_params(p) for _, p in bound])
+        return len(rows)
 
     def driver_params(self, params: api.Params) -> Any:
         if isinstance(params, Sequence):
@@ -87,7 +96,6 @@ class SqliteClient(api.DbApiClient):
 class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
     """A SQLite database file (or `sqlite:///:memory:`), with a file per schema."""
 
-    dialect_class = SqliteDialect
     client: SqliteClient
 
     def __init__(
@@ -99,9 +107,12 @@ class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
             if self.path != api.MEMORY:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        super().__init__(url, settings, capabilities, SqliteClient(connection, outages, where))
-        self.execute(f"CREATE TABLE IF NOT EXISTS main.{SCHEMAS_TABLE} (name TEXT PRIMARY KEY, file TEXT)")
-        for name, file in self.fetch(f"SELECT name, file FROM main.{SCHEMAS_TABLE}"):
+        client = SqliteClient(connection, outages, where, SqliteDialect(capabilities))
+        super().__init__(url, settings, capabilities, client)
+        self.client.execute(
+            f"CREATE TABLE IF NOT EXISTS main.{SCHEMAS_TABLE} (name TEXT PRIMARY KEY, file TEXT)"
+        )
+        for name, file in self.client.fetch(f"SELECT name, file FROM main.{SCHEMAS_TABLE}"):
             self._attach(name, file)
 
     # -- schemas are attached files; introspection by PRAGMA -----------------------------------
@@ -114,12 +125,12 @@ class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
         return str(main.with_name(f"{main.stem}.{schema}{main.suffix}"))
 
     def _attached(self) -> set[str]:
-        return {row[1] for row in self.fetch("PRAGMA database_list")}
+        return {row[1] for row in self.client.fetch("PRAGMA database_list")}
 
     def _attach(self, schema: str, file: str) -> None:
         if file != api.MEMORY and not Path(file).is_absolute() and self.path != api.MEMORY:
             file = str(Path(self.path).parent / file)
-        self.execute(f"ATTACH DATABASE ? AS {self.quote(schema)}", [file])
+        self.client.execute(f"ATTACH DATABASE ? AS {self.dialect.quote(schema)}", [file])
 
     def attach_schema(self, relation: api.Relation) -> None:
         """Attach the schema's file under its name (creating it), and remember it in the main file."""
@@ -129,12 +140,12 @@ class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
         file = self.schema_file(schema)
         self._attach(schema, file)
         stored = file if file == api.MEMORY else Path(file).name
-        self.execute(f"INSERT OR REPLACE INTO main.{SCHEMAS_TABLE} VALUES (?, ?)", [schema, stored])
+        self.client.execute(f"INSERT OR REPLACE INTO main.{SCHEMAS_TABLE} VALUES (?, ?)", [schema, stored])
 
     def _attach_recorded(self, schema: str) -> bool:
         """Attach `schema` if another connection created it since this one opened (the main file
         lists it); whether it is attached now."""
-        recorded = self.fetch(f"SELECT file FROM main.{SCHEMAS_TABLE} WHERE name = ?", [schema])
+        recorded = self.client.fetch(f"SELECT file FROM main.{SCHEMAS_TABLE} WHERE name = ?", [schema])
         if recorded:
             self._attach(schema, recorded[0][0])
         return bool(recorded)
@@ -143,7 +154,9 @@ class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
         schema, name = relation.parts[-2], relation.parts[-1]
         if schema not in self._attached() and not self._attach_recorded(schema):
             return None
-        rows = self.fetch(f"PRAGMA {self.quote(schema)}.table_info({self.quote(name)})")
+        rows = self.client.fetch(
+            f"PRAGMA {self.dialect.quote(schema)}.table_info({self.dialect.quote(name)})"
+        )
         return [row[1] for row in rows] or None
 
     # -- loading: a temporary stage filled from the staged Parquet files -----------------------
@@ -157,16 +170,14 @@ class SqliteTarget(api.SqlTarget, api.FileLoader, api.SchemaAttacher):
         return api.Relation(schema="temp", name=stage.name, casefold=stage.casefold)
 
     def load_files(self, stage: api.Relation, table: api.TableSpec, manifest: api.Manifest) -> int:
-        """Insert the staged files' rows into the stage, batch by batch, in one transaction."""
-        names = table.column_names()
-        columns = ", ".join(self.quote(c) for c in names)
-        insert = f"INSERT INTO {stage.render()} ({columns}) VALUES ({', '.join('?' * len(names))})"
+        """Insert the staged files' rows into the stage, batch by batch (`insert_rows`), in one
+        transaction."""
+        columns = [self.dialect.quote(c) for c in table.column_names()]
         loaded = 0
-        with self.transaction(), self.client.errors():
+        with self.client.transaction():
             for batch in manifest.batches(self.stage_schema(table)):
-                rows = [tuple(_value(v) for v in row.values()) for row in batch.to_pylist()]
-                self.client.connection.executemany(insert, rows)
-                loaded += len(rows)
+                rows = [list(row.values()) for row in batch.to_pylist()]
+                loaded += self.client.insert_rows(stage.render(), columns, rows)
         return loaded
 
 

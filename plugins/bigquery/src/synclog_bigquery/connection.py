@@ -20,7 +20,7 @@ from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_JOB_RETRY, DEFAULT_RETRY
 from google.cloud.bigquery.table import RowIterator
 
-from synclog.plugin_api import ConfigError, Params, SqlClient, TargetError, TargetURL, outages
+from synclog.plugin_api import ConfigError, Params, SqlClient, SqlDialect, TargetError, TargetURL, outages
 
 OUTAGES: tuple[type[BaseException], ...] = (
     exceptions.InternalServerError,
@@ -149,7 +149,8 @@ class BigQueryClient(SqlClient):
     """Query jobs through the client library, waited for with `retries`; a transaction is a
     BigQuery session holding one multi-statement transaction."""
 
-    def __init__(self, settings: ConnectionSettings) -> None:
+    def __init__(self, settings: ConnectionSettings, dialect: SqlDialect) -> None:
+        super().__init__(dialect)
         self.api = settings.client()
         """The client library's client (tables, datasets and load jobs go through its API)."""
         self.retries = settings.retries()
@@ -183,20 +184,20 @@ class BigQueryClient(SqlClient):
         """Wait for `job` (retrying as every call does); its result's rows, fetched as read."""
         return job.result(page_size=page_size, retry=self.retries.call, job_retry=self.retries.job)
 
-    def execute(self, sql: str, params: Params = ()) -> int:
+    def execute_bound(self, sql: str, params: Params) -> int:
         return int(self.run(sql, params).num_dml_affected_rows or 0)
 
-    def fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+    def fetch_bound(self, sql: str, params: Params) -> list[tuple[Any, ...]]:
         job = self.run(sql, params)
         with self.errors("reading a result"):
             return [tuple(row.values()) for row in self.rows(job)]
 
-    def query(self, sql: str, params: Params = ()) -> pa.Table:
+    def query_bound(self, sql: str, params: Params) -> pa.Table:
         job = self.run(sql, params)
         with self.errors("reading a result"):
             return self.rows(job).to_arrow(create_bqstorage_client=False)
 
-    def result_batches(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def batches_bound(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """The finished query's result page by page (`chunk_rows` rows a page), fetched as consumed."""
         job = self.run(sql, params)
         with self.errors("reading a result"):

@@ -104,13 +104,13 @@ class BigQueryDialect(SqlDialect):
 class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
     """Log tables in BigQuery datasets (`census`, `hightouch_audit`) of one project."""
 
-    dialect_class = BigQueryDialect
     client: BigQueryClient
 
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
         self.connection = ConnectionSettings.from_url(url)
         self.expiration_days = _expiry_days(settings.options.get(EXPIRY_OPTION, DEFAULT_RETENTION_DAYS))
-        super().__init__(url, settings, capabilities, BigQueryClient(self.connection))
+        client = BigQueryClient(self.connection, BigQueryDialect(capabilities))
+        super().__init__(url, settings, capabilities, client)
         self.api = self.client.api
         """The client library's client: tables, datasets and load jobs."""
         self.retries = self.client.retries
@@ -156,8 +156,8 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
 
     def view_sql(self, view: Relation, relation: Relation, table: TableSpec) -> str:
         # A view's body names its table with the project, so it reads the same from any project.
-        columns = ", ".join(self.quote(c) for c in table.column_names())
-        source = f"{self.quote(self.project)}.{relation.render()}"
+        columns = ", ".join(self.dialect.quote(c) for c in table.column_names())
+        source = f"{self.dialect.quote(self.project)}.{relation.render()}"
         return f"CREATE OR REPLACE VIEW {view.render()} AS SELECT {columns} FROM {source}"
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
@@ -192,7 +192,7 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
     # -- loading: a staging table through the API, a load job, one swap script ------------------
 
     def _stage_fields(self, table: TableSpec) -> list[bigquery.SchemaField]:
-        return [bigquery.SchemaField(c.name, self.stage_type(c)) for c in table.columns]
+        return [bigquery.SchemaField(c.name, self.dialect.stage_type(c)) for c in table.columns]
 
     def create_stage(self, stage: Relation, table: TableSpec) -> None:
         staged = bigquery.Table(self.table_ref(stage), schema=self._stage_fields(table))
@@ -238,19 +238,14 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         if manifest.rows <= INLINE_ROWS:
             rows = manifest.dataset(schema).to_table()
             if rows.nbytes <= INLINE_BYTES:
-                columns = ", ".join(self.quote(c) for c in table.column_names())
-                picked = ", ".join(f"S.{self.quote(c)}" for c in table.column_names())
+                columns = ", ".join(self.dialect.quote(c) for c in table.column_names())
+                picked = ", ".join(f"S.{self.dialect.quote(c)}" for c in table.column_names())
                 sql = f"INSERT INTO {stage.render()} ({columns}) SELECT {picked} FROM UNNEST(@rows) AS S"
                 job = self.client.run(sql, [inline_rows("rows", fields, rows)])
                 return int(job.num_dml_affected_rows or 0)
             batches = rows.to_batches()
         with self._errors(f"loading {stage}"):
             return load_job(self.api, self.retries, self.table_ref(stage), fields, schema, batches)
-
-    def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
-        """EXISTS: BigQuery has no `(a, b) IN (SELECT a, b …)`."""
-        matches = " AND ".join(f"S.{self.quote(k)} = T.{self.quote(k)}" for k in key)
-        return f"DELETE FROM {target} AS T WHERE EXISTS (SELECT 1 FROM {staged} AS S WHERE {matches})"
 
     def run_swap(self, statements: Sequence[Statement]) -> None:
         """The statements as one BEGIN … COMMIT script: one job, no session to keep.
@@ -264,7 +259,7 @@ class BigQueryTarget(SqlTarget, FileLoader, PartitionExpirer):
         params = [value for _, values in statements for value in values]
         for attempt in range(1, _SWAP_ATTEMPTS + 1):
             try:
-                self.execute(script, params)
+                self.client.execute(script, params)
                 return
             except BadRequest as exc:
                 if _CONCURRENT_UPDATE not in str(exc):

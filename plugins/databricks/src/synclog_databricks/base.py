@@ -43,6 +43,10 @@ class DatabricksDialect(SqlDialect):
     def table_options(self, table: TableSpec) -> str:
         return f"USING {self.table_format}"
 
+    def stage_options(self, table: TableSpec) -> str:
+        """Stages are tables of the same format (a Parquet session has no Delta)."""
+        return self.table_options(table)
+
     def stage_type(self, column: Column) -> str:
         """The stage holds JSON as text; the swap parses it where the tables hold VARIANT."""
         return "STRING" if column.type is ColumnType.JSON else self.type_name(column.type)
@@ -61,10 +65,7 @@ class DatabricksDialect(SqlDialect):
 
 
 class DatabricksTarget(SqlTarget):
-    """Spark SQL DDL and names; subclasses bring the client and the load."""
-
-    dialect_class: ClassVar[type[SqlDialect]] = DatabricksDialect
-    dialect: DatabricksDialect
+    """Spark SQL DDL and names; subclasses bring the client (in a `DatabricksDialect`) and the load."""
 
     def __init__(
         self,
@@ -98,7 +99,7 @@ class DatabricksTarget(SqlTarget):
         if relation.parts[-1] not in self._tables(relation):
             return None
         columns = []
-        for row in self.fetch(f"DESCRIBE TABLE {relation.render()}"):
+        for row in self.client.fetch(f"DESCRIBE TABLE {relation.render()}"):
             if not row[0] or str(row[0]).startswith("#"):
                 break  # partition information follows
             columns.append((str(row[0]).lower(), str(row[1]).lower()))
@@ -118,21 +119,12 @@ class DatabricksTarget(SqlTarget):
         Schemas and tables are listed rather than probed, so a missing one is no error to catch.
         """
         catalog, schema, _ = relation.parts
-        schemas = self.fetch(f"SHOW SCHEMAS IN {relation.quoted(catalog)}")
+        schemas = self.client.fetch(f"SHOW SCHEMAS IN {relation.quoted(catalog)}")
         if schema not in {str(row[0]).lower() for row in schemas}:
             return []
-        tables = self.fetch(f"SHOW TABLES IN {relation.schema_relation()}")
+        tables = self.client.fetch(f"SHOW TABLES IN {relation.schema_relation()}")
         return [str(row[1]).lower() for row in tables if not row[2]]
 
     def existing_columns(self, relation: Relation) -> list[str] | None:
         described = self.described(relation)
         return None if described is None else [name for name, _ in described]
-
-    # -- staging -------------------------------------------------------------------------------
-
-    def create_stage(self, stage: Relation, table: TableSpec) -> None:
-        """IF NOT EXISTS: the stage's name is new, so the one that can exist is this statement's
-        own, run before by a request the SQL connector replayed."""
-        columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
-        using = self.dialect.table_format
-        self.execute(f"CREATE TABLE IF NOT EXISTS {stage.render()} ({columns}) USING {using}")

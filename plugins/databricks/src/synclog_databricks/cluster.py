@@ -81,28 +81,34 @@ class SparkClient(SqlClient):
     """Statements through `spark.sql(sql, args=…)`, parameters bound by Spark (positional `?` or
     named `:name`); no transactions."""
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, dialect: DatabricksDialect) -> None:
+        super().__init__(dialect)
         self.spark = spark
 
-    def frame(self, sql: str, params: Params) -> DataFrame:
-        """The statement's result as a Spark frame (a command has run once this returns)."""
+    def frame(self, sql: str, params: Sequence[Any] = ()) -> DataFrame:
+        """The statement's result as a Spark frame (a command has run once this returns), bound by
+        the dialect as every statement is."""
+        return self.frame_bound(*self.dialect.bind(sql, params))
+
+    def frame_bound(self, sql: str, params: Params) -> DataFrame:
+        """`frame` of a statement bound as Spark takes it."""
         args = list(params) if isinstance(params, Sequence) else dict(params)
         return self.spark.sql(sql, args=args or None)
 
-    def execute(self, sql: str, params: Params = ()) -> int:
+    def execute_bound(self, sql: str, params: Params) -> int:
         """Spark runs a command when `sql()` is called; Delta DML answers with its affected rows."""
-        result = self.frame(sql, params)
+        result = self.frame_bound(sql, params)
         if result.columns[:1] != ["num_affected_rows"]:
             return 0
         first = result.first()
         return int(first[0] or 0) if first is not None else 0
 
-    def fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
-        return [tuple(row) for row in self.frame(sql, params).collect()]
+    def fetch_bound(self, sql: str, params: Params) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self.frame_bound(sql, params).collect()]
 
-    def query(self, sql: str, params: Params = ()) -> pa.Table:
+    def query_bound(self, sql: str, params: Params) -> pa.Table:
         """The result in Arrow; VARIANT values as JSON text, as Databricks SQL returns them."""
-        return variants_as_json(self.frame(sql, params)).toArrow()
+        return variants_as_json(self.frame_bound(sql, params)).toArrow()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -118,6 +124,8 @@ class SparkTarget(DatabricksTarget, FrameLoader):
     """Delta tables in a catalog of the Spark session; one MERGE per swap."""
 
     client: SparkClient
+    dialect_class: ClassVar[type[DatabricksDialect]] = DatabricksDialect
+    """The dialect of the tables this class writes (Delta's, or Parquet's)."""
 
     def __init__(
         self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities, spark: SparkSession
@@ -125,7 +133,8 @@ class SparkTarget(DatabricksTarget, FrameLoader):
         if url.user or url.port or url.path.strip("/"):
             raise ConfigError(f"{url}: expected databricks+spark://CATALOG")
         chosen = catalog(url, settings, url.host or None)
-        super().__init__(url, settings, capabilities, chosen, SparkClient(spark))
+        client = SparkClient(spark, self.dialect_class(capabilities))
+        super().__init__(url, settings, capabilities, chosen, client)
         self.spark = spark
 
     def lineage_dataset(self, relation: Relation) -> LineageDataset:
@@ -141,17 +150,17 @@ class SparkTarget(DatabricksTarget, FrameLoader):
     def load_frame(self, stage: Relation, table: TableSpec, frame: DataFrame) -> int:
         """The executors write the frame's rows into the stage (an INSERT from a temporary view)."""
         view = f"_synclog_rows_{stage.name.removeprefix('_synclog_stage_')}"
-        columns = ", ".join(self.quote(c) for c in table.column_names())
+        columns = ", ".join(self.dialect.quote(c) for c in table.column_names())
         frame.select(*table.column_names()).createOrReplaceTempView(view)
         try:
-            self.execute(f"INSERT INTO {stage.render()} ({columns}) SELECT {columns} FROM `{view}`")
+            self.client.execute(f"INSERT INTO {stage.render()} ({columns}) SELECT {columns} FROM `{view}`")
         finally:
             self.spark.catalog.dropTempView(view)
         return self.count_rows(stage)
 
     def export(self, sql: str, params: Sequence[Any], schema: pa.Schema, folder: str) -> Manifest:
         """The executors write the query's result as Parquet files under `folder` in storage."""
-        return write_frame(self.client.frame(*self.dialect.bind(sql, params)), self.storage, folder, schema)
+        return write_frame(self.client.frame(sql, params), self.storage, folder, schema)
 
 
 class ParquetDialect(DatabricksDialect):
@@ -189,8 +198,8 @@ class ParquetTarget(SparkTarget, PartitionReplacer):
     def partition_sql(self, partitioning: Partitioning, row: str, staged: bool) -> str:
         """A staged row's partition from its source column; a stored row's is its partition column."""
         if staged:
-            return partitions.value_sql(partitioning, f"{row}.{self.quote(partitioning.source)}")
-        return f"{row}.{self.quote(partitioning.name)}"
+            return partitions.value_sql(partitioning, f"{row}.{self.dialect.quote(partitioning.source)}")
+        return f"{row}.{self.dialect.quote(partitioning.name)}"
 
     def replace_partition(
         self,
@@ -199,18 +208,18 @@ class ParquetTarget(SparkTarget, PartitionReplacer):
         value: PartitionValue,
         rows: str,
         params: Sequence[Any],
-    ) -> Statement:
-        """INSERT OVERWRITE: of the partition the rows carry (dynamic mode, a table option), or of
-        the whole table (which Spark empties first)."""
+    ) -> list[Statement]:
+        """One INSERT OVERWRITE: of the partition the rows carry (dynamic mode, a table option), or
+        of the whole table (which Spark empties first)."""
         if partitioning is None:
-            return f"INSERT OVERWRITE TABLE {relation.render()} {rows}", params
+            return [(f"INSERT OVERWRITE TABLE {relation.render()} {rows}", params)]
         tagged = f"SELECT u.*, {partitions.literal(value)} FROM ({rows}) AS u"
-        return f"INSERT OVERWRITE TABLE {relation.render()} {tagged}", params
+        return [(f"INSERT OVERWRITE TABLE {relation.render()} {tagged}", params)]
 
     def drop_partition(
         self, relation: Relation, partitioning: Partitioning, value: PartitionValue
     ) -> Statement:
-        spec = f"{self.quote(partitioning.name)} = {partitions.literal(value)}"
+        spec = f"{self.dialect.quote(partitioning.name)} = {partitions.literal(value)}"
         return f"ALTER TABLE {relation.render()} DROP IF EXISTS PARTITION ({spec})", ()
 
 

@@ -41,7 +41,7 @@ from synclog.plugin_api import (
     outages,
 )
 from synclog_databricks import sources
-from synclog_databricks.base import DatabricksTarget
+from synclog_databricks.base import DatabricksDialect, DatabricksTarget
 from synclog_databricks.options import catalog, with_json_type
 
 OPTIONS = ("http_path", "catalog", "volume", "json", "use_sea", "scheme", "retry_seconds", *sources.OPTIONS)
@@ -73,7 +73,7 @@ class WarehouseClient(DbApiClient):
         row = cursor.fetchone()
         return int(row[0] or 0) if row is not None else 0
 
-    def query(self, sql: str, params: Params = ()) -> pa.Table:
+    def query_bound(self, sql: str, params: Params) -> pa.Table:
         """The result in Arrow; an empty one keeps its column names (the connector's Statement
         Execution backend gives an empty result no columns)."""
         with self.cursor(sql, params) as cursor:
@@ -82,7 +82,7 @@ class WarehouseClient(DbApiClient):
                 return table
             return pa.table({d[0]: pa.array([], pa.null()) for d in cursor.description})
 
-    def result_batches(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def batches_bound(self, sql: str, params: Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """The result `chunk_rows` rows at a time, one record batch per chunk."""
         with self.cursor(sql, params) as cursor:
             while (chunk := cursor.fetchmany_arrow(self.chunk_rows)).num_rows:
@@ -133,7 +133,8 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
             )  # the connector's port setting (private, like the retry's); 443 by default
         with outages(OUTAGES, f"cannot connect to {url}"):
             connection = databricks.sql.connect(**kwargs)
-        super().__init__(url, settings, capabilities, chosen, WarehouseClient(connection, OUTAGES, str(url)))
+        client = WarehouseClient(connection, OUTAGES, str(url), DatabricksDialect(capabilities))
+        super().__init__(url, settings, capabilities, chosen, client)
         self._volumes: set[str] = set()
         self._uploads: dict[str, list[str]] = {}
 
@@ -156,14 +157,16 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
         names = []
         for number, path in enumerate(manifest.paths()):
             name = f"part-{number:05d}.parquet"
-            self.execute(f"PUT {sources.literal(path)} INTO {sources.literal(f'{folder}/{name}')} OVERWRITE")
+            self.client.execute(
+                f"PUT {sources.literal(path)} INTO {sources.literal(f'{folder}/{name}')} OVERWRITE"
+            )
             uploads.append(f"{folder}/{name}")
             names.append(name)
         return self._copy(stage, folder, names, sources.CopyAccess())
 
     def _copy(self, stage: Relation, folder: str, names: list[str], access: sources.CopyAccess) -> int:
         return sum(
-            self.execute(sources.copy_sql(stage, folder, names[start : start + COPY_FILES], access))
+            self.client.execute(sources.copy_sql(stage, folder, names[start : start + COPY_FILES], access))
             for start in range(0, len(names), COPY_FILES)
         )
 
@@ -174,7 +177,7 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
         if uploads is None:  # not loaded by this process: a dead writer's, or a failed load's
             uploads = self._uploaded(stage)
         for path in uploads:
-            self.execute(f"REMOVE {sources.literal(path)}")
+            self.client.execute(f"REMOVE {sources.literal(path)}")
         super().drop_stage(stage)
 
     def _uploaded(self, stage: Relation) -> list[str]:
@@ -189,7 +192,7 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
         return [f"{folder}/{name}" for name in self._listed(folder)]
 
     def _listed(self, folder: str) -> list[str]:
-        return [str(row[1]).rstrip("/") for row in self.fetch(f"LIST {sources.literal(folder)}")]
+        return [str(row[1]).rstrip("/") for row in self.client.fetch(f"LIST {sources.literal(folder)}")]
 
     def _volume(self, stage: Relation) -> str:
         """`/Volumes/<catalog>/<schema>/<volume>` of the stage's schema, created on first use."""
@@ -197,6 +200,6 @@ class WarehouseTarget(DatabricksTarget, FileLoader):
         path = posixpath.join("/Volumes", catalog_name, schema, self.volume)
         if path not in self._volumes:
             volume = stage.with_name(self.volume).render()
-            self.execute(f"CREATE VOLUME IF NOT EXISTS {volume}")
+            self.client.execute(f"CREATE VOLUME IF NOT EXISTS {volume}")
             self._volumes.add(path)
         return path

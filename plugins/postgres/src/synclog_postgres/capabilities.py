@@ -11,7 +11,7 @@ CAPABILITIES = Capabilities(
     transactions=True,
     merge=False,
     partition_drop=True,
-    staging=Staging.EXECUTORS,
+    staging=Staging.TASKS,
     max_json_bytes=16 * 1024 * 1024,
 )
 """jsonb holds up to 255 MiB, but a row that size exhausts a Spark task's memory long before

@@ -40,7 +40,7 @@ class PostgresClient(api.DbApiClient):
 
     connection: psycopg.Connection[Any]
 
-    def result_batches(self, sql: str, params: api.Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def batches_bound(self, sql: str, params: api.Params, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """Stream the result through a server-side cursor, `chunk_rows` rows at a time."""
         chunk = self.chunk_rows
         with (
@@ -58,17 +58,17 @@ class PostgresClient(api.DbApiClient):
             yield
 
 
-class PostgresTarget(api.SqlTarget, api.PartitionDropper):
+class PostgresTarget(api.SqlTarget, api.TaskLoader, api.PartitionDropper):
     """A PostgreSQL database; tables with a time column are partitioned by UTC day."""
 
-    dialect_class = PostgresDialect
     client: PostgresClient
 
     def __init__(
         self, url: api.TargetURL, settings: api.TargetSettings, capabilities: api.Capabilities
     ) -> None:
         self.params = conninfo(url)
-        client = PostgresClient(connect(self.params, where=str(url)), OUTAGES, str(url))
+        dialect = PostgresDialect(capabilities)
+        client = PostgresClient(connect(self.params, where=str(url)), OUTAGES, str(url), dialect)
         super().__init__(url, settings, capabilities, client)
 
     def lineage_dataset(self, relation: api.Relation) -> api.LineageDataset:
@@ -98,11 +98,11 @@ class PostgresTarget(api.SqlTarget, api.PartitionDropper):
     @contextmanager
     def _ddl_turn(self) -> Iterator[None]:
         """Hold the database-wide DDL lock of synclog (a session advisory lock) while the block runs."""
-        self.fetch("SELECT pg_advisory_lock(%s, 0)", [_DDL_LOCK_CLASS])
+        self.client.fetch("SELECT pg_advisory_lock(%s, 0)", [_DDL_LOCK_CLASS])
         try:
             yield
         finally:
-            self.fetch("SELECT pg_advisory_unlock(%s, 0)", [_DDL_LOCK_CLASS])
+            self.client.fetch("SELECT pg_advisory_unlock(%s, 0)", [_DDL_LOCK_CLASS])
 
     def _ensure(self, tables: Sequence[api.TableSpec]) -> None:
         super().ensure(tables)
@@ -116,13 +116,15 @@ class PostgresTarget(api.SqlTarget, api.PartitionDropper):
             wanted = [self.capabilities.casefold.apply(k) for k in given.replace_key]
             have = self._index_columns(relation, index)
             if have is not None and have != wanted:  # a key of an earlier version: made again
-                self.execute(f"DROP INDEX {relation.with_name(index).render()}")
-            keys = ", ".join(self.quote(k) for k in given.replace_key)
-            self.execute(f"CREATE INDEX IF NOT EXISTS {self.quote(index)} ON {relation.render()} ({keys})")
+                self.client.execute(f"DROP INDEX {relation.with_name(index).render()}")
+            keys = ", ".join(self.dialect.quote(k) for k in given.replace_key)
+            self.client.execute(
+                f"CREATE INDEX IF NOT EXISTS {self.dialect.quote(index)} ON {relation.render()} ({keys})"
+            )
 
     def _index_columns(self, relation: api.Relation, index: str) -> list[str] | None:
         """The columns of the index `index` in the schema of `relation`, in order (None: no index)."""
-        rows = self.fetch(
+        rows = self.client.fetch(
             "SELECT a.attname FROM pg_index i "
             "JOIN pg_class c ON c.oid = i.indexrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -135,7 +137,7 @@ class PostgresTarget(api.SqlTarget, api.PartitionDropper):
 
     def _partitions(self, relation: api.Relation) -> list[partitions.Partition]:
         """The day partitions synclog made for `relation`, oldest first."""
-        rows = self.fetch(
+        rows = self.client.fetch(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
             "WHERE i.inhparent = to_regclass(%s)",
             [relation.render()],
@@ -157,21 +159,21 @@ class PostgresTarget(api.SqlTarget, api.PartitionDropper):
         with self._ddl_turn():
             have = {p.day for p in self._partitions(relation)}
             for day in sorted(d for d in days if d is not None and d not in have):
-                self.execute(partitions.create_sql(relation, partitions.partition(relation, day)))
+                self.client.execute(partitions.create_sql(relation, partitions.partition(relation, day)))
 
     # -- the load: an UNLOGGED stage filled by the executors' COPY -----------------------------
 
     def create_stage(self, stage: api.Relation, table: api.TableSpec) -> None:
         """An UNLOGGED copy of the table's columns and its ledger, under the stage's lock (see orphans)."""
-        self.fetch(orphans.lock_sql("pg_advisory_lock"), orphans.stage_key(stage))
-        self.execute(f"CREATE UNLOGGED TABLE {stage.render()} (LIKE {self.relation(table).render()})")
-        self.execute(f"CREATE UNLOGGED TABLE {_ledger(stage).render()} (part integer PRIMARY KEY)")
+        self.client.fetch(orphans.lock_sql("pg_advisory_lock"), orphans.stage_key(stage))
+        self.client.execute(f"CREATE UNLOGGED TABLE {stage.render()} (LIKE {self.relation(table).render()})")
+        self.client.execute(f"CREATE UNLOGGED TABLE {_ledger(stage).render()} (part integer PRIMARY KEY)")
 
     def drop_stage(self, stage: api.Relation) -> None:
-        self.execute(f"DROP TABLE IF EXISTS {stage.render()}, {_ledger(stage).render()}")
-        self.fetch(orphans.lock_sql("pg_advisory_unlock"), orphans.stage_key(stage))
+        self.client.execute(f"DROP TABLE IF EXISTS {stage.render()}, {_ledger(stage).render()}")
+        self.client.fetch(orphans.lock_sql("pg_advisory_unlock"), orphans.stage_key(stage))
 
-    def stage_writer(self, stage: api.Relation, table: api.TableSpec) -> CopyStageWriter:
+    def task_writer(self, stage: api.Relation, table: api.TableSpec) -> CopyStageWriter:
         """Each Spark task COPYs its rows into the stage itself (and commits them once, see
         `CopyStageWriter`); only its row count per day comes back to the driver."""
         time_index = None if table.time_column is None else table.column_names().index(table.time_column)
@@ -179,21 +181,18 @@ class PostgresTarget(api.SqlTarget, api.PartitionDropper):
             self.params,
             stage.render(),
             _ledger(stage).render(),
-            ", ".join(self.quote(c) for c in table.column_names()),
+            ", ".join(self.dialect.quote(c) for c in table.column_names()),
             table.arrow_schema(),
             tuple(c.type for c in table.columns),
             time_index,
         )
 
-    def load_staged(self, stage: api.Relation, table: api.TableSpec, reports: Sequence[str]) -> int:
-        """Create the day partitions the staged rows need, and sample the stage for the planner."""
+    def load_tasks(self, stage: api.Relation, table: api.TableSpec, reports: Sequence[str]) -> int:
+        """Create the day partitions the staged rows need; the rows the tasks copied. (The swap
+        matches the table by its keys' constants, on the replace-key index: it joins nothing with
+        the stage, so the stage needs no statistics.)"""
         days = day_totals(reports)
         self._ensure_partitions(table, self.relation(table), days)
-        # A small sample is enough for the planner to probe the replace-key index.
-        keys = ", ".join(self.quote(k) for k in table.replace_key)
-        with self.transaction():
-            self.execute("SET LOCAL default_statistics_target = 10")
-            self.execute(f"ANALYZE {stage.render()} ({keys})")
         return sum(days.values())
 
     def raise_stage_failure(self, failure: Exception, table: api.TableSpec) -> None:
@@ -212,28 +211,28 @@ class PostgresTarget(api.SqlTarget, api.PartitionDropper):
         one never analyzed is counted row by row."""
         if not any(part.end <= before for part in self._partitions(relation)):
             return 0  # nothing expired: no lock taken
-        with self.transaction():
-            self.execute(f"LOCK TABLE {relation.render()} IN ACCESS EXCLUSIVE MODE")
+        with self.client.transaction():
+            self.client.execute(f"LOCK TABLE {relation.render()} IN ACCESS EXCLUSIVE MODE")
             expired = [part.relation for part in self._partitions(relation) if part.end <= before]
             if not expired:
                 return 0  # another cleanup dropped them meanwhile
             count = self._rows_held(expired)
-            self.execute(f"DROP TABLE {', '.join(part.render() for part in expired)}")
+            self.client.execute(f"DROP TABLE {', '.join(part.render() for part in expired)}")
         return count
 
     def _rows_held(self, tables: list[api.Relation]) -> int:
         """The rows `tables` hold, from the catalogue's estimate where ANALYZE has made one."""
         names = [table.render() for table in tables]
-        estimates = self.fetch(
+        estimates = self.client.fetch(
             "SELECT CAST(reltuples AS bigint) FROM pg_class "
-            f"WHERE oid = ANY(CAST({self.placeholder} AS regclass[]))",
+            f"WHERE oid = ANY(CAST({self.dialect.placeholder} AS regclass[]))",
             [names],
         )
         if all(n >= 0 for (n,) in estimates):
             return sum(n for (n,) in estimates)
         # One never analyzed (new, or as empty as expired days seldom are): count them all.
         counts = " UNION ALL ".join(f"SELECT count(*) AS n FROM {name}" for name in names)
-        (rows,) = self.fetch(f"SELECT COALESCE(sum(n), 0) FROM ({counts}) AS days")[0]
+        (rows,) = self.client.fetch(f"SELECT COALESCE(sum(n), 0) FROM ({counts}) AS days")[0]
         return int(rows)
 
 

@@ -33,6 +33,7 @@ class RedshiftDialect(api.SqlDialect):
     read back as itself."""
 
     placeholder = "%s"
+    temporary_stages = True
     type_names = {
         **api.SqlDialect.type_names,
         api.ColumnType.STRING: "VARCHAR(65535)",
@@ -59,15 +60,14 @@ class RedshiftClient(api.DbApiClient):
 class RedshiftTarget(api.SqlTarget, api.FileLoader):
     """A Redshift database; staging and read-backs go through `storage` on S3."""
 
-    dialect_class = RedshiftDialect
-
     def __init__(
         self, url: api.TargetURL, settings: api.TargetSettings, capabilities: api.Capabilities
     ) -> None:
         require_s3(settings.storage)
         self.access = S3Access.resolve(settings.options, settings.storage)
         self.connection_settings = ConnectionSettings.from_url(url)
-        client = RedshiftClient(self.connection_settings.connect(str(url)), OUTAGES, str(url))
+        connection = self.connection_settings.connect(str(url))
+        client = RedshiftClient(connection, OUTAGES, str(url), RedshiftDialect(capabilities))
         super().__init__(url, settings, capabilities, client)
 
     def lineage_dataset(self, relation: api.Relation) -> api.LineageDataset:
@@ -94,21 +94,16 @@ class RedshiftTarget(api.SqlTarget, api.FileLoader):
             current = self.existing_columns(view)
             if current is not None and [c.lower() for c in current] == table.column_names():
                 continue
-            with self.transaction():
+            with self.client.transaction():
                 if current is not None:
-                    self.execute(f"DROP VIEW {view.render()}")
-                self.execute(self.view_sql(view, self.relation(table), table))
+                    self.client.execute(f"DROP VIEW {view.render()}")
+                self.client.execute(self.view_sql(view, self.relation(table), table))
 
     # -- the load: one COPY into a temporary stage ---------------------------------------------
 
     def stage_relation(self, relation: api.Relation) -> api.Relation:
         stage = super().stage_relation(relation)
         return TemporaryTable(schema=stage.schema, name=stage.name, casefold=stage.casefold)
-
-    def create_stage(self, stage: api.Relation, table: api.TableSpec) -> None:
-        """A temporary table: a driver that dies mid-load leaves nothing behind when its session ends."""
-        columns = ", ".join(f"{self.quote(c.name)} {self.stage_type(c)}" for c in table.columns)
-        self.execute(f"CREATE TEMP TABLE {stage.render()} ({columns})")
 
     def stage_schema(self, table: api.TableSpec) -> pa.Schema:
         """JSON columns as Arrow's JSON type: the staged JSON lines embed them as values, which the
@@ -129,16 +124,8 @@ class RedshiftTarget(api.SqlTarget, api.FileLoader):
         path = posixpath.join(posixpath.dirname(manifest.files[0].path), COPY_MANIFEST)
         with api.published(fs, self.storage.path(path), whole=False) as stream:  # only this COPY reads it
             stream.write(statements.copy_manifest(manifest.uris(), sizes))
-        self.execute(statements.copy_sql(stage.render(), self.storage.uri(path), self.access))
+        self.client.execute(statements.copy_sql(stage.render(), self.storage.uri(path), self.access))
         return manifest.rows
-
-    def delete_keys_sql(self, target: str, staged: str, key: Sequence[str]) -> str:
-        """DELETE … USING the stage's distinct keys, Redshift's documented merge step. Distinct:
-        joined to every staged row, each old row of a replayed batch would meet every new row of
-        its key (a 1M-row replay did not end in 10 minutes on the stand-in)."""
-        keys = ", ".join(self.quote(k) for k in key)
-        match = " AND ".join(f"{target}.{self.quote(k)} = s.{self.quote(k)}" for k in key)
-        return f"DELETE FROM {target} USING (SELECT DISTINCT {keys} FROM {staged}) AS s WHERE {match}"
 
     def lock_statement(self, relation: api.Relation) -> api.Statement:
         """Concurrent swaps into one table would fail Redshift's serializable isolation: LOCK makes
@@ -153,9 +140,9 @@ class RedshiftTarget(api.SqlTarget, api.FileLoader):
         Redshift picks the files' types: TIMESTAMPTZ as a timestamp in UTC, SUPER as JSON text;
         readers cast them to `schema`'s. The parameters (sync ids) are inlined as integers.
         """
-        query = statements.inline(sql, params, self.placeholder)
+        query = statements.inline(sql, params, self.dialect.placeholder)
         prefix = self.storage.uri(folder) + "/"
-        self.execute(statements.unload_sql(query, prefix, self.access))
+        self.client.execute(statements.unload_sql(query, prefix, self.access))
         return statements.unloaded(self.storage, folder)
 
 

@@ -79,11 +79,19 @@ class SnowflakeDialect(SqlDialect):
         """TO_JSON: a cast to VARCHAR would give a JSON string's value without its quotes."""
         return f"TO_JSON({expression})"
 
+    def create_stage_sql(self, stage: Relation, table: TableSpec) -> str:
+        """A transient table (COPY cannot load a temporary one on fakesnow) without Time Travel,
+        IF NOT EXISTS (the core's, as the connector replays statements)."""
+        create = super().create_stage_sql(stage, table).removeprefix("CREATE TABLE ")
+        return f"CREATE TRANSIENT TABLE {create}"
+
+    def stage_options(self, table: TableSpec) -> str:
+        return "DATA_RETENTION_TIME_IN_DAYS = 0"
+
 
 class SnowflakeTarget(SqlTarget, FileLoader):
     """A Snowflake database (CENSUS by default) reached with `snowflake-connector-python`."""
 
-    dialect_class = SnowflakeDialect
     client: DbApiClient
 
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
@@ -91,7 +99,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         check_options(settings.options)
         storage = settings.storage
         self.access = None if storage.local else StageAccess.resolve(settings.options, storage)
-        client = DbApiClient(_connect(conn), OUTAGES, "Snowflake")
+        client = DbApiClient(_connect(conn), OUTAGES, "Snowflake", SnowflakeDialect(capabilities))
         super().__init__(url, replace(settings, database=conn.database), capabilities, client)
         self._file_stages: set[Relation] = set()
         self._database_exists = False
@@ -106,7 +114,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
 
     def ensure(self, tables: Sequence[TableSpec]) -> None:
         if not self._has_database():
-            self.execute(f"CREATE DATABASE IF NOT EXISTS {self._database()}")
+            self.client.execute(f"CREATE DATABASE IF NOT EXISTS {self._database()}")
             self._database_exists = True
         super().ensure(tables)
 
@@ -118,7 +126,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         definition in the view's own schema (the session's schema and search path play no part),
         and the view always lives beside its table, so the bare name is the same table on both.
         """
-        columns = ", ".join(self.quote(c) for c in table.column_names())
+        columns = ", ".join(self.dialect.quote(c) for c in table.column_names())
         return (
             f"CREATE OR REPLACE VIEW {view.render()} AS "
             f"SELECT {columns} FROM {relation.quoted(relation.parts[-1])}"
@@ -127,7 +135,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
     def existing_columns(self, relation: Relation) -> list[str] | None:
         if not self._has_database():
             return None
-        rows = self.fetch(
+        rows = self.client.fetch(
             f"SELECT column_name FROM {self._database()}.INFORMATION_SCHEMA.COLUMNS "
             "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
             [relation.parts[-2], relation.parts[-1]],
@@ -135,7 +143,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         return [r[0] for r in rows] or None
 
     def _database(self) -> str:
-        return self.quote(self.settings.database or "")
+        return self.dialect.quote(self.settings.database or "")
 
     def _has_database(self) -> bool:
         """Whether the database exists (SHOW, not CREATE … IF NOT EXISTS: see FAKESNOW_NOTES)."""
@@ -159,16 +167,6 @@ class SnowflakeTarget(SqlTarget, FileLoader):
             ]
         )
 
-    def create_stage(self, stage: Relation, table: TableSpec) -> None:
-        """A transient table (COPY cannot load a temporary one on fakesnow), without Time Travel.
-        IF NOT EXISTS: its name is new, so the one that can exist is this statement's own, run
-        before by a request the connector replayed."""
-        columns = ", ".join(self.column_sql(c) for c in table.columns)
-        self.execute(
-            f"CREATE TRANSIENT TABLE IF NOT EXISTS {stage.render()} ({columns}) "
-            "DATA_RETENTION_TIME_IN_DAYS = 0"
-        )
-
     def load_files(self, stage: Relation, table: TableSpec, manifest: Manifest) -> int:
         """COPY the staged files into `stage`, typing each column on the way; return the rows it holds.
 
@@ -186,7 +184,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         files = self._file_stage(stage)
         prefix = uuid.uuid4().hex
         for path in manifest.paths():
-            self.execute(put_sql(path, files, prefix))
+            self.client.execute(put_sql(path, files, prefix))
         return self._copy(copy_sql(stage, table, files, self.dialect.type_names, prefix=prefix))
 
     def _copy(self, sql: str) -> int:
@@ -205,7 +203,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
     def _file_stage(self, relation: Relation) -> Relation:
         stage = relation.with_name(FILE_STAGE)
         if stage not in self._file_stages:
-            self.execute(f"CREATE TEMPORARY STAGE IF NOT EXISTS {stage.render()}")
+            self.client.execute(f"CREATE TEMPORARY STAGE IF NOT EXISTS {stage.render()}")
             self._file_stages.add(stage)
         return stage
 
@@ -219,7 +217,7 @@ class SnowflakeTarget(SqlTarget, FileLoader):
         stage = relation.with_name(EXTERNAL_STAGE)
         if stage not in self._file_stages:
             try:
-                self.execute(create_stage_sql(stage, self.storage, self.access))
+                self.client.execute(create_stage_sql(stage, self.storage, self.access))
             except errors.Error as exc:
                 raise TargetError(
                     f"Snowflake: cannot create the external stage over {self.storage}: "

@@ -121,7 +121,7 @@ def sql_tables(
         if not target.existing_tables([spec]) or not keys:
             found[name] = Counter()
             continue
-        marks = ", ".join([target.placeholder] * len(keys))
+        marks = ", ".join([target.dialect.placeholder] * len(keys))
         # A text of its own each time: a driver that prepares a query it sees again (psycopg)
         # would refuse `*` once the table gained a column (split_group).
         fresh = f"-- read {next(_READS)}\n"
