@@ -1,4 +1,8 @@
-"""The embedded default target: a DuckDB file, loaded in bulk from the staged Parquet files."""
+"""The embedded default target: a DuckDB file, loaded in bulk from the staged Parquet files.
+
+DuckDB's own module is imported when a target opens, not with this module: a process that only
+names the target (an engine whose batches a loader loads, `synclog plugins`) never pays for it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 
 from synclog.capabilities import Capabilities, Casefold
@@ -37,9 +40,6 @@ DEFAULT_MEMORY_LIMIT = "512MB"
 DuckDB's own default is 80% of the machine's RAM, and the driver holds the Spark driver too;
 beyond the limit DuckDB spills to `<database>.tmp`, so a load's memory does not grow with its rows."""
 _OPTIONS = (MEMORY_LIMIT,)
-
-_OUTAGES = (duckdb.OperationalError, duckdb.TransactionException)
-"""The file cannot be opened or is locked, the connection is gone, a transaction conflicts."""
 
 
 class DuckDBDialect(SqlDialect):
@@ -84,6 +84,8 @@ class DuckDBTarget(SqlTarget, FileLoader):
     client: DuckDBClient
 
     def __init__(self, url: TargetURL, settings: TargetSettings, capabilities: Capabilities) -> None:
+        import duckdb
+
         path = database_path(url)
         memory_limit = settings.options_for(url, _OPTIONS).get(MEMORY_LIMIT, DEFAULT_MEMORY_LIMIT)
         try:
@@ -98,7 +100,9 @@ class DuckDBTarget(SqlTarget, FileLoader):
         except duckdb.Error as exc:
             connection.close()
             raise ConfigError(f"DuckDB memory_limit {memory_limit!r}: {first_line(exc)}") from None
-        client = DuckDBClient(connection, _OUTAGES, f"DuckDB {path}", DuckDBDialect(capabilities))
+        # Outages: the file cannot be opened or is locked, the connection is gone, a transaction conflicts.
+        outages = (duckdb.OperationalError, duckdb.TransactionException)
+        client = DuckDBClient(connection, outages, f"DuckDB {path}", DuckDBDialect(capabilities))
         super().__init__(url, settings, capabilities, client)
         self.path = path
 

@@ -24,9 +24,8 @@ import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -45,6 +44,9 @@ from synclog.targets.lake_files import GroupWriter, LakeFiles, PathTemplate
 from synclog.targets.rows import Rows
 from synclog.targets.tables import ColumnType, TableSpec
 from synclog.urls import TargetURL
+
+if TYPE_CHECKING:
+    import duckdb
 
 CAPABILITIES = Capabilities(
     json_type="STRING",
@@ -189,12 +191,16 @@ class LakeTarget(Target):
         DuckDB reads s3:// URLs through pyarrow's S3 filesystem, wrapped for fsspec (the
         httpfs extension is not needed).
         """
+        import duckdb  # only where the lake is read: a process that only names it never pays for it
+
         try:
             return self._connection().sql(sql, params=list(params) or None).to_arrow_table()
         except duckdb.Error as exc:
             raise TargetError(f"lake query failed: {str(exc).splitlines()[0]}") from None
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
+        import duckdb
+
         if self._duckdb is None:
             self._duckdb = duckdb.connect()
             self._duckdb.execute("SET TimeZone = 'UTC'")
