@@ -79,6 +79,29 @@ def test_a_tick_keeps_each_run_in_order_and_leaves_a_replay_for_the_next(tmp_pat
     assert [w.item for w in after.writes] == [replay] and [e.item for e in after.ends] == [end]
 
 
+def test_a_tick_keeps_a_syncs_writes_and_ends_in_the_order_they_were_queued(tmp_path: Path) -> None:
+    """A load makes its writes before its ends: an end queued before another run's write of the
+    same sync waits for the next tick, a write queued before it does not, and ends are in order."""
+    queue, run = _queue(tmp_path)
+    older, newer, elsewhere = (
+        replace(run, sync_run_id=1),
+        replace(run, sync_run_id=2),
+        replace(run, sync_id=99),
+    )
+    before = queue.put(older, _records(0), LOADER)
+    newer_end = queue.put_end(newer, LOADER)
+    after = queue.put(older, _records(1), LOADER)  # queued after the newer run ended
+    older_end = queue.put_end(older, LOADER)
+    theirs = queue.put(elsewhere, _records(0), LOADER)  # another sync: not held back
+    tick = choose(queue, queue.items(), lambda _: True)
+    assert {w.item for w in tick.writes} == {before, theirs}
+    assert [e.item for e in tick.ends] == [newer_end]
+    for item in [before, theirs, newer_end]:
+        queue.remove(item)
+    tick = choose(queue, queue.items(), lambda _: True)
+    assert [w.item for w in tick.writes] == [after] and [e.item for e in tick.ends] == [older_end]
+
+
 def test_a_tick_stops_a_run_at_an_item_not_its_own_and_takes_turns_within_its_budget(tmp_path: Path) -> None:
     queue, run = _queue(tmp_path)
     other = replace(run, sync_id=99)

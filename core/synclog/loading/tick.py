@@ -6,6 +6,12 @@ earlier write of the tick holds (a replay: its copy must replace the earlier one
 for the next tick), or the run's end (taken once every write before it is). Runs take turns,
 an item each, until the tick holds `budget` bytes of records (at least one item), so that one
 large run does not keep the others waiting.
+
+A load makes a tick's writes, then its ends. So that a sync's runs see each other as they were
+queued (a hightouch run that started before the run its sync's snapshot holds is refused: an
+end changes what the sync's later writes may do), a write and an end of one sync go in one
+tick only where the write was queued first; the other waits for the next tick. The ends are
+made in the order they were queued.
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ def choose(
     while active:
         for key in list(active):
             item = runs[key].popleft()
-            if not mine(item):
+            if not mine(item) or _out_of_turn(tick, item):
                 active.remove(key)
                 continue
             if item.is_end:
@@ -86,4 +92,14 @@ def choose(
             held[key] |= set(batches)
             if not runs[key]:
                 active.remove(key)
+    tick.ends.sort(key=lambda end: end.item.seq)
     return tick
+
+
+def _out_of_turn(tick: Tick, item: Queued) -> bool:
+    """Whether `item` would go in `tick` against the queue's order of its sync's writes and ends:
+    an end queued before one of the tick's writes of its sync, or a write queued after one of its
+    ends."""
+    if item.is_end:
+        return any(w.item.sync_id == item.sync_id and w.item.seq > item.seq for w in tick.writes)
+    return any(e.item.sync_id == item.sync_id and e.item.seq < item.seq for e in tick.ends)
