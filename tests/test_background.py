@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from synclog import BackgroundLog, InputError, RunStatus, SynclogError
 from synclog.config import Config, SyncSettings
-from synclog.loading.service import flush_queue
+from synclog.loading.service import flush
 from synclog.storage.location import Location
 from synclog.storage.queue import LoadQueue, batch_numbers, target_key
 from synclog.urls import TargetURL
@@ -183,16 +183,15 @@ def test_what_a_gone_process_left_queued_is_loaded_once(
     assert done.returncode == 0
     assert in_queue(tmp_path) == [((0,), False), ((1,), False), ((2,), False), ((), True)]
     if recovery == "flush":  # what `synclog flush` does
-        with SyncLog.open(*where(tmp_path), spark) as log:
-            assert flush_queue(log, print) == 4
-            assert log.flush() == []
+        with SyncLog.configured(*where(tmp_path), spark) as log:
+            assert flush(log, print) == (4, [])
             assert log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     else:
         with BackgroundLog.open(*where(tmp_path), spark) as behind:
             assert behind.wait()  # its start took them over
             assert behind.log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
-    with SyncLog.open(*where(tmp_path), spark) as log:
-        assert flush_queue(log, print) == 0 and log.flush() == []  # nothing twice
+    with SyncLog.configured(*where(tmp_path), spark) as log:
+        assert flush(log, print) == (0, [])  # nothing twice
         assert log.target.client.fetch("SELECT count(*) FROM census.sync_log") == [(30,)]
     left = sorted(p.relative_to(storage).parts[0] for p in storage.rglob("*") if p.is_file())
     assert left == ["loaders"]  # the loaders' lock file alone: nothing queued, kept or told

@@ -364,7 +364,7 @@ sys.exit(code)
         (("records", "--sync", "1234", "--status", "rejected", "--limit", "5"), "rejected"),
         (("runs", "--sync", "1234"), "5678"),
         (("cleanup",), "cleanup done: 0 rows deleted"),
-        (("flush",), "flushed 0 of 0 kept run(s)"),
+        (("flush",), "loaded 0 queued item(s); 0 run(s) still kept"),
         (("check",), "check: no rule fires"),
         (("plugins",), "duckdb://"),
     ],

@@ -220,11 +220,11 @@ class BackgroundLog:
         """What `synclog flush` does, after this log's own loads: load what waits in the queue
         for a loader (where none runs) or was left by processes that are gone, and what an outage
         kept; what is still kept."""
-        from synclog.loading.service import flush_queue
+        from synclog.loading.service import take_over
 
         def flush() -> list[Pending]:
             if not self._served:
-                flush_queue(self.log, self.log.progress)
+                take_over(self.log, self.log.progress)
             return self.log.flush()
 
         return self._call(flush)
@@ -264,7 +264,7 @@ class BackgroundLog:
         """Open the log (`SyncLog.open`'s first half), find the loader; without one, start Spark,
         connect, and load what processes that are gone left queued."""
         from synclog.loading.lease import LeaseHeld, lease_for
-        from synclog.loading.service import flush_queue
+        from synclog.loading.service import take_over
         from synclog.storage.outcomes import Outcomes
         from synclog.storage.queue import LoadQueue, target_key
         from synclog.writer import SyncLog
@@ -289,7 +289,7 @@ class BackgroundLog:
             self._warn(NO_LOADER.format(target=log.url))
         log.begin(writes=True)
         with contextlib.suppress(LeaseHeld):  # a loader started meanwhile: it loads them
-            flush_queue(log, log.progress)
+            take_over(log, log.progress)
 
     def _queued(self, put: Callable[[LoadQueue, str], Queued], kind: type[Any]) -> Future[Any]:
         """Put an item in the queue for whoever loads it; what waits for its outcome."""

@@ -26,6 +26,7 @@ def main() -> None:
     with BackgroundLog.open(None, Config.load(Path(config))) as log:
         if not log.served:
             raise SystemExit("no loader serves this engine")
+        print("served", flush=True)  # the driver's clock for a loader's kill starts now
         for number in range(int(batches)):
             log.write(run, [r for r in rows if r["batch_number"] == number])
             time.sleep(float(pause))

@@ -148,15 +148,14 @@ def write(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
 def flush(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     from synclog.config import Config
     from synclog.loading.lease import LeaseHeld
-    from synclog.loading.service import flush_queue
+    from synclog.loading.service import flush as flush_all
     from synclog.writer import SyncLog
 
-    with SyncLog.open(request["target"], Config.load(Path(request["config"])), spark) as log:
+    with SyncLog.configured(request["target"], Config.load(Path(request["config"])), spark) as log:
         try:
-            flush_queue(log, lambda _: None)
+            _, still = flush_all(log, lambda _: None)
         except LeaseHeld:
             return {"still_pending": 0, "lease_held": True}
-        still = log.flush()
     return {"still_pending": len(still)}
 
 

@@ -713,14 +713,19 @@ class Driver:
             raise RuntimeError(f"the loader did not start: {serving}; see {victim.log}")
         command = [sys.executable, str(ENGINE), str(target.config), json.dumps(run)]
         command += [str(self.count), str(self.batches), str(ENGINE_PAUSE_S)]
-        return subprocess.Popen(
+        engine = subprocess.Popen(
             command,
             cwd=target.folder,
             env={**os.environ, **self.workers.env},
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
+        assert engine.stdout is not None
+        if engine.stdout.readline().strip() != "served":  # it queues from now on
+            _, err = engine.communicate(timeout=OP_TIMEOUT_S)
+            raise RuntimeError(f"the engine did not start: {err.strip()[-2000:]}")
+        return engine
 
     def _prepare_loader(self) -> None:
         """Before the first fault of a loader: a clean run through one, for the points it reaches

@@ -22,7 +22,7 @@ from synclog.ids import id_of
 from synclog.inputs import read_records
 from synclog.layouts.registry import LAYOUTS
 from synclog.loading.lease import LeaseHeld
-from synclog.loading.service import flush_queue
+from synclog.loading.service import flush
 from synclog.model import Run
 from synclog.plugins.manager import registry
 from synclog.result_files import OUT_SUFFIXES
@@ -197,20 +197,18 @@ def _warn(message: str) -> None:
 def run_flush(args: argparse.Namespace) -> int:
     """`synclog flush`: load what waits in the queue for a loader (none runs) or was left there
     by engines that ended, and retry the loads that failed while the target was down. Where a
-    loader runs, it does both itself: flush says so and loads nothing.
+    loader runs, it does both itself: flush says so and loads nothing (nor opens the target).
 
     Exits 1 while runs still wait for the target, 2 when a layout refused a run (it stays kept,
     and each is named with the reason)."""
-    with open_log(args, progress=print) as log:
+    with SyncLog.configured(args.target, Config.load(args.config), progress=print) as log:
         try:
-            queued = flush_queue(log, print)
+            queued, still = flush(log, print)
         except LeaseHeld as exc:
             print(f"{exc}: it loads what is queued and retries what is kept")
             still = log.spool.every()
         else:
-            before = len(log.spool.every())
-            still = log.flush()
-            print(f"loaded {queued} queued item(s); flushed {before - len(still)} of {before} kept run(s)")
+            print(f"loaded {queued} queued item(s); {len(still)} run(s) still kept")
     refused = [p for p in still if p.refused]
     for pending in refused:
         print(

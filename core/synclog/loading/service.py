@@ -22,6 +22,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from synclog.errors import SynclogError, first_line
 from synclog.loading.drain import load_tick
@@ -31,6 +32,7 @@ from synclog.storage.outcomes import Outcomes
 from synclog.storage.owners import gone
 from synclog.storage.queue import LoadQueue, Queued, target_key
 from synclog.storage.refused import Refusals
+from synclog.storage.spool import Pending
 from synclog.writer import SyncLog
 
 IDLE_S = 0.2
@@ -41,6 +43,7 @@ SWEEP_S = 60.0
 """How often the outcomes of gone engines are removed."""
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 """The waits after failures in a row (the last repeats)."""
+T = TypeVar("T")
 
 
 @dataclass
@@ -170,16 +173,34 @@ class Loader:
             self.log.connector.reset()
 
 
-def flush_queue(log: SyncLog, say: Callable[[str], None]) -> int:
+def take_over(log: SyncLog, say: Callable[[str], None]) -> int:
     """Load, holding the loader's lease for the while, what waits in the queue for a loader and
-    what processes that are gone left queued; how many items (LeaseHeld while a loader runs: it
-    loads them itself)."""
+    what processes that are gone left there; how many items (LeaseHeld while a loader runs: it
+    loads them itself). `log` is open already."""
+    return _holding_the_lease(log, say, lambda loader: loader.drain())
+
+
+def flush(log: SyncLog, say: Callable[[str], None]) -> tuple[int, list[Pending]]:
+    """What `synclog flush` does, holding the loader's lease for the while (LeaseHeld while a
+    loader runs: it does this itself): open `log` (only now, so that a flush that finds a loader
+    never opens the warehouse, which may take one process at a time), load what `take_over`
+    loads, then what an outage kept (`SyncLog.flush`); how many queued items it loaded, and what
+    is still kept."""
+
+    def both(loader: Loader) -> tuple[int, list[Pending]]:
+        log.begin()
+        return loader.drain(), log.flush()
+
+    return _holding_the_lease(log, say, both)
+
+
+def _holding_the_lease(log: SyncLog, say: Callable[[str], None], work: Callable[[Loader], T]) -> T:
     loader = Loader(log, say)
     loader.lease.acquire()
     try:
-        loaded = loader.drain()
+        done = work(loader)
         loader.outcomes.sweep()
-        return loaded
+        return done
     finally:
         loader.lease.release()
 
