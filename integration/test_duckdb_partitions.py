@@ -86,7 +86,7 @@ def test_a_replay_on_a_later_day_fails_a_swap_that_empties_the_replaced_days(
 ) -> None:
     target = _open(_DropsReplacedDays, tmp_path)
     try:
-        with pytest.raises(AssertionError):
+        with pytest.raises(AssertionError, match="the replay changed rows it does not replace"):
             WritesConformance().test_replay_of_a_batch_with_a_later_batch_time(target, spark)
     finally:
         target.close()
@@ -97,7 +97,7 @@ def test_a_swap_failing_part_way_fails_a_swap_outside_a_transaction(
 ) -> None:
     target = _open(_NoTransaction, tmp_path)
     try:
-        with pytest.raises(AssertionError):
+        with pytest.raises(AssertionError, match="the failed swap changed the log"):
             WritesConformance().test_a_swap_failing_part_way_keeps_the_old_rows_and_a_replay_converges(
                 target, spark, monkeypatch
             )

@@ -25,10 +25,12 @@ from synclog_testing.base import ConformanceBase
 
 DAY_1 = datetime(2026, 3, 1, 8, tzinfo=UTC)
 DAY_2 = datetime(2026, 3, 2, 9, tzinfo=UTC)
-FIRST = [("l1", 1, 10, 0, DAY_1), ("l2", 1, 10, 0, DAY_1), ("l3", 1, 10, 1, DAY_2), ("l4", 2, 20, 0, DAY_1)]
-"""(log_id, sync_id, sync_run_id, batch_number, batch_started_at) of the rows each test starts with."""
+FIRST = [("l1", 1, 10, 0, DAY_1), ("l2", 1, 10, 0, DAY_1), ("l3", 1, 10, 1, DAY_2), ("l4", 2, 10, 0, DAY_1)]
+"""(log_id, sync_id, sync_run_id, batch_number, batch_started_at) of the rows each test starts with:
+sync 2 numbers its runs as sync 1 does, so l4 shares run 10 and batch 0 with l1 and l2."""
 REPLACED = [("x", 1, 10, 0, DAY_1)]
-"""Batch 0 of run 10 again, with one row: l1 and l2 go, l3 (batch 1) and l4 (sync 2) stay."""
+"""Batch 0 of run 10 of sync 1 again, with one row: l1 and l2 go, l3 (batch 1) and l4 (sync 2's
+run 10) stay; a replace key without `sync_id` would take l4 too."""
 AFTER = ["l3", "l4", "x"]
 
 
@@ -107,7 +109,7 @@ class SwapConformance(ConformanceBase):
         self.load(sql, spark, FIRST)
         run_swap, failing = sql.run_swap, self.failing(sql)
         seen = self.watch_swaps(sql, monkeypatch, lambda statements: run_swap([*statements[:-1], failing]))
-        with pytest.raises(Exception):  # noqa: B017 - the warehouse's own error for the missing table
+        with pytest.raises(Exception, match=r"(?i)synclog_no_such_table"):  # the warehouse's own error
             self.load(sql, spark, REPLACED)
         assert self.log_ids(sql) == ["l1", "l2", "l3", "l4"]
         (statements,) = seen
@@ -133,7 +135,7 @@ class SwapConformance(ConformanceBase):
 
         seen = self.watch_swaps(sql, monkeypatch, replayed)
         self.load(sql, spark, REPLACED)
-        self.load(sql, spark, [("y", 2, 20, 0, DAY_1)], sync_id=2)
+        self.load(sql, spark, [("y", 2, 10, 0, DAY_1)], sync_id=2)
         assert len(seen) == 2
         assert self.log_ids(sql) == ["l3", "x", "y"]
 
@@ -145,7 +147,7 @@ class SwapConformance(ConformanceBase):
         self.load(sql, spark, FIRST)
         seen = self.run_twice(sql, monkeypatch)
         self.load(sql, spark, REPLACED)
-        self.load(sql, spark, [("y", 2, 20, 0, DAY_1)], sync_id=2)
+        self.load(sql, spark, [("y", 2, 10, 0, DAY_1)], sync_id=2)
         assert [len(statements) for statements in seen] == [1, 1]
         assert self.log_ids(sql) == ["l3", "x", "y"]
 
