@@ -603,7 +603,7 @@ def test_hightouch_tables_over_three_runs_worked_by_hand() -> None:
     model.write_run(third, [person("b", "upsert", "succeeded", 2, at=third.started_at)])
     assert model.tables() == before, "the latest run written again changes nothing"
     earlier = replace(first, sync_run_id=700, started_at=T0 - timedelta(minutes=5))
-    with pytest.raises(Refused, match="run 700 started before run 703, which the snapshot holds"):
+    with pytest.raises(Refused, match="sync 77: run 700 started before run 703, which the snapshot holds"):
         model.write_run(earlier, [person("a", "upsert", "succeeded", 1)])
     assert model.tables() == before
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from synclog.model import Run, RunStatus
 from synclog_testing.reference import census, hightouch, lake
+from synclog_testing.reference.hightouch import Refused
 from synclog_testing.reference.records import (
     DEFAULT_ERROR_PATTERN,
     Logged,
@@ -38,10 +39,6 @@ from synclog_testing.reference.records import (
 
 RunKey = tuple[int, int]
 """(sync_id, sync_run_id): a run's identity (run ids are unique only within their sync)."""
-
-
-class Refused(Exception):
-    """What the model expects `SyncLog` to refuse with an InputError, and why."""
 
 
 @dataclass
@@ -133,7 +130,7 @@ class ReferenceLog:
         if self.up:
             refusal = self._complete(kept)
             if refusal is not None:
-                raise Refused(refusal)
+                raise refusal
 
     def write_run(self, run: Run, records: Sequence[Record]) -> None:
         """`SyncLog.write_run`: `write`, then `finish`."""
@@ -223,14 +220,21 @@ class ReferenceLog:
 
     # -- loading ---------------------------------------------------------------------------------
 
-    def _check_order(self, run: Run) -> None:
-        """Refuse a run older than its sync's snapshot (checked where the target answers)."""
+    def refusal(self, run: Run) -> Refused | None:
+        """Why a write of `run` is refused before its records are read, or None: a run the store
+        does not keep yet that is older than its sync's snapshot (checked where the target answers)."""
+        if (run.sync_id, run.sync_run_id) in self._store:
+            return None
         if "hightouch" not in self.layouts.names or not self.up:
-            return
+            return None
         state = self._hightouch.get(run.sync_id)
-        reason = state.refuses(run) if state is not None else None
-        if reason is not None:
-            raise Refused(reason)
+        return state.refuses(run) if state is not None else None
+
+    def _check_order(self, run: Run) -> None:
+        """Raise the refusal of `run`, if it has one."""
+        refusal = self.refusal(run)
+        if refusal is not None:
+            raise refusal
 
     def _load_batches(self, kept: _Kept) -> None:
         run = kept.run
@@ -250,7 +254,7 @@ class ReferenceLog:
                     self._lake_files.setdefault(lake.record_file(run, r), []).append(lake.record_row(r))
         kept.pending.clear()
 
-    def _complete(self, kept: _Kept) -> str | None:
+    def _complete(self, kept: _Kept) -> Refused | None:
         """Load the whole finished run and forget it; or say why it is refused (it stays kept)."""
         run = kept.run
         self._load_batches(kept)
