@@ -2,14 +2,16 @@
 
 The model tests compare every target with the model; these compare the model with answers
 reached without it: the seeds' columns and examples (Census' sync_log, Sync Tracking's files,
-Hightouch's changelog, snapshot and sync_runs) and the documented choices where the seeds are
-silent (`log_id`, the error code, the snapshot's `fields_hash`), each worked out here, as literal
-rows or with its formula written out from docs/analysts/layouts.md and docs/engines/index.md.
+Hightouch's changelog, snapshot and sync_runs), the payload policy (docs/analysts/privacy.md,
+its digests by openssl), and the choices the model states where the docs are silent (`log_id`,
+the error code, the snapshot's `fields_hash`, the marker of a payload past a JSON size limit),
+each worked out here, as literal rows or with its formula written out from the docs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -18,9 +20,11 @@ from typing import Any
 import pytest
 
 from synclog.model import Run, RunStatus
+from synclog.privacy import Mask, PayloadPolicy
 from synclog_testing.factories import make_run
 from synclog_testing.reference import Layouts, Record, ReferenceLog, Refused
 from synclog_testing.reference.hightouch import fields_hash
+from synclog_testing.reference.payloads import fit_json
 from synclog_testing.reference.records import error_code_of, log_id, logged
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -636,3 +640,73 @@ def test_an_outage_keeps_batches_until_flush_and_loads_them_once() -> None:
     model.flush()
     assert model.pending() == []
     assert sum(rows(model, "census.sync_log").values()) == 5
+
+
+# ---- a target's JSON size limit and a sync's payload policy
+
+
+def test_a_payload_past_the_json_size_limit_becomes_the_marker() -> None:
+    """32 UTF-8 bytes in 22 characters (ü is two bytes): kept whole at a limit of 32, the marker
+    at 31, whose head is 16 characters (a sixteenth of the limit is less)."""
+    text = '{"blob": "üüüüüüüüüü"}'
+    assert fit_json(text, 32) == text
+    assert json.loads(fit_json(text, 31) or "") == {
+        "_synclog_truncated": True,
+        "original_bytes": 32,
+        "sha256": "0141726d6a4577fca19736dced8e2c8a082c5f844511c00a88e707509d6e081e",  # sha256sum
+        "head": '{"blob": "üüüüüü',
+    }
+    model = ReferenceLog(Layouts(("census", "lake"), max_json_bytes=31))
+    run = make_run(started_at=T0)
+    model.write_run(run, [record("a", "upsert", "succeeded", text)])
+    (row,) = rows(model, "census.sync_log")
+    assert json.loads(dict(row)["record_payload"])["original_bytes"] == 32
+    (file_row,) = rows(model, "lake.records")
+    assert dict(file_row)["record_payload"] == text, "the lake has no such limit"
+
+
+MODEL_KEY = b"model-test-key-0123456789"
+"""The digests below are `printf %s VALUE | openssl dgst -sha256 -hmac model-test-key-0123456789`."""
+A_DIGEST = "caecb565ec7ec5ca68f4d52ad0e2b61d993a4a572449207f78e644ae23dc9697"  # of a@example.com
+TWO_DIGEST = "bdbe664684f1d1dc68be856d91139e5c8b5ec7afa64d9d6318c813bfcd51bf6d"  # of 2 (the JSON text)
+ADDRESS_DIGEST = "b2f6f6117ff6db2937dfd3035a7b41e2a8fa4fe144c5e57a5248fdf2c169fbc3"  # of {"city":"Köln"}
+
+
+def test_a_payload_policy_masks_identifiers_fields_and_messages_as_documented() -> None:
+    """docs/analysts/privacy.md: only `log_fields` are kept, masked ones as the HMAC of their text
+    (a number or object as compact JSON with sorted keys), identifiers as digests (log ids are of
+    the digest), matches in messages and the run's error as "[redacted]"; the error code is read
+    from the message as the policy left it. The payload is written again as compact JSON."""
+    policy = PayloadPolicy(
+        log_fields=("id", "v", "address"),
+        mask={"v": Mask.HMAC, "address": Mask.HMAC},
+        mask_key_env="UNUSED",
+        redact_messages=(r"bad \w+", r"unreachable"),
+        mask_identifier=Mask.HMAC,
+    )
+    run = replace(make_run(started_at=T0), status=RunStatus.FAILED, error="destination unreachable")
+    payload = '{"id": "a@example.com", "v": 2, "plan": "pro", "address": {"city": "Köln"}}'
+    model = ReferenceLog(Layouts(("census",)), policies={1234: policy}, mask_key=MODEL_KEY)
+    model.write_run(
+        run, [record("a@example.com", "upsert", "rejected", payload, message="INVALID_EMAIL: bad address")]
+    )
+    (row,) = rows(model, "census.sync_log")
+    found = dict(row)
+    assert found["record_identifier"] == A_DIGEST
+    assert found["log_id"] == sha32(f"1234{US}5678{US}0{US}{A_DIGEST}{US}1")
+    assert (
+        found["record_payload"] == f'{{"id":"a@example.com","v":"{TWO_DIGEST}","address":"{ADDRESS_DIGEST}"}}'
+    )
+    assert (found["status_message"], found["error_code"]) == ("INVALID_EMAIL: [redacted]", "INVALID_EMAIL")
+    (runs_row,) = rows(model, "census.synclog_runs")
+    assert dict(runs_row)["error"] == "destination [redacted]"
+
+    redact_code = PayloadPolicy(redact_messages=(r"^INVALID_\w+",))
+    model = ReferenceLog(Layouts(("census",)), policies={1234: redact_code})
+    model.write_run(
+        make_run(started_at=T0), [record("b", "upsert", "rejected", '{"v": 1}', message="INVALID_EMAIL: x")]
+    )
+    (row,) = rows(model, "census.sync_log")
+    found = dict(row)
+    assert (found["record_identifier"], found["record_payload"]) == ("b", '{"v": 1}'), "as given"
+    assert (found["status_message"], found["error_code"]) == ("[redacted]: x", None)

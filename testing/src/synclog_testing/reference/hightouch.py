@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from synclog.model import Run, RunStatus, as_utc
+from synclog_testing.reference.payloads import fit_json
 from synclog_testing.reference.records import Logged, chosen_copy
 
 OPS = {"added": "add", "changed": "change", "removed": "remove"}
@@ -96,8 +97,11 @@ class SyncState:
             return Refused(run.sync_id, run.sync_run_id, self.latest[0])
         return None
 
-    def finish(self, run: Run, records: list[Logged], *, fields_column: bool) -> None:
-        """Take the finished `run` whose records are `records`."""
+    def finish(
+        self, run: Run, records: list[Logged], *, fields_column: bool, max_json_bytes: int | None = None
+    ) -> None:
+        """Take the finished `run` whose records are `records` (their fields fitted to the target's
+        JSON size limit where logged; `fields_hash` is of the fields as given)."""
         replay = self.latest is not None and self.latest[0] == run.sync_run_id
         previous = dict(self.snapshot)
         if replay:
@@ -134,7 +138,7 @@ class SyncState:
                     "row_id": r.identifier,
                     "status": status,
                     "failure_reason": r.record.status_message if status == "failed" else None,
-                    "fields": r.fields,
+                    "fields": fit_json(r.fields, max_json_bytes),
                     "batch_started_at": as_utc(r.record.batch_started_at),
                     "invalid_reason": r.invalid_reason,
                     "error_code": r.error_code,
@@ -155,7 +159,7 @@ class SyncState:
                 op_type=state,
                 status=status,
                 failure_reason=chosen.record.status_message if status == "failed" else None,
-                fields=chosen.fields,
+                fields=fit_json(chosen.fields, max_json_bytes),
                 fields_hash=digest,
                 last_sync_run_id=run.sync_run_id,
                 invalid_reason=chosen.invalid_reason,

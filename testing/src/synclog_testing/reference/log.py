@@ -15,7 +15,10 @@ from the writer. The rules the layouts share:
   writes the hightouch layout, a run that started before the last run its snapshot holds is
   refused before anything of it is logged;
 - `cleanup(now)` removes census and changelog rows, and whole lake run folders, whose batch
-  started before the start of the UTC day `retention_days` before `now`.
+  started before the start of the UTC day `retention_days` before `now`;
+- a sync's payload policy rewrites its records and its runs' errors before anything else, and a
+  target's JSON size limit shortens the census payloads and hightouch fields it keeps
+  (`synclog_testing.reference.payloads`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from synclog.model import Run, RunStatus
-from synclog_testing.reference import census, hightouch, lake
+from synclog.privacy import PayloadPolicy
+from synclog_testing.reference import census, hightouch, lake, payloads
 from synclog_testing.reference.hightouch import Refused
 from synclog_testing.reference.records import (
     DEFAULT_ERROR_PATTERN,
@@ -61,6 +65,9 @@ class Layouts:
     """The census id columns and metadata tables (`Capabilities.run_metadata_columns`)."""
     fields_column: bool = True
     """hightouch's `fields` (`Capabilities.fields_column`)."""
+    max_json_bytes: int | None = None
+    """The longest JSON value the census payload and the hightouch fields hold whole
+    (`Capabilities.max_json_bytes`)."""
 
 
 class ReferenceLog:
@@ -72,11 +79,17 @@ class ReferenceLog:
         retention_days: int = 7,
         per_sync: Mapping[int, int] | None = None,
         error_pattern: str = DEFAULT_ERROR_PATTERN,
+        policies: Mapping[int, PayloadPolicy] | None = None,
+        mask_key: bytes | None = None,
     ) -> None:
         self.layouts = layouts
         self.retention_days = retention_days
         self.per_sync = dict(per_sync or {})
         self.error_pattern = error_pattern
+        self.policies = dict(policies or {})
+        """Each sync's payload policy (none: everything is logged as given)."""
+        self.mask_key = mask_key
+        """The key of the policies' HMAC masks."""
         self.up = True
         self._store: dict[RunKey, _Kept] = {}
         self._census: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
@@ -91,6 +104,7 @@ class ReferenceLog:
 
     def write(self, run: Run, records: Sequence[Record]) -> None:
         """`SyncLog.write`: keep the batches, then load them (and what of the run waited)."""
+        run, records = self._as_logged(run, records)
         key = (run.sync_id, run.sync_run_id)
         if key not in self._store:
             self._check_order(run)
@@ -109,6 +123,7 @@ class ReferenceLog:
 
     def finish(self, run: Run) -> None:
         """`SyncLog.finish`: flag identifiers several batches hold, then load the whole run."""
+        run, _ = self._as_logged(run, ())
         key = (run.sync_id, run.sync_run_id)
         kept = self._store.get(key)
         if kept is None:
@@ -220,6 +235,14 @@ class ReferenceLog:
 
     # -- loading ---------------------------------------------------------------------------------
 
+    def _as_logged(self, run: Run, records: Sequence[Record]) -> tuple[Run, list[Record]]:
+        """`run` and `records` as the sync's payload policy lets them be logged."""
+        policy = self.policies.get(run.sync_id)
+        if policy is None:
+            return run, list(records)
+        run = replace(run, error=payloads.redacted(policy, run.error))
+        return run, [payloads.masked(policy, self.mask_key, r) for r in records]
+
     def refusal(self, run: Run) -> Refused | None:
         """Why a write of `run` is refused before its records are read, or None: a run the store
         does not keep yet that is older than its sync's snapshot (checked where the target answers)."""
@@ -242,7 +265,13 @@ class ReferenceLog:
             records = kept.batches.get(number, [])
             if "census" in self.layouts.names:
                 self._census[(run.sync_id, run.sync_run_id, number)] = [
-                    census.sync_log_row(r, run, run_metadata=self.layouts.run_metadata) for r in records
+                    census.sync_log_row(
+                        r,
+                        run,
+                        run_metadata=self.layouts.run_metadata,
+                        max_json_bytes=self.layouts.max_json_bytes,
+                    )
+                    for r in records
                 ]
                 self._census_facts(run)
             if "lake" in self.layouts.names:
@@ -264,7 +293,12 @@ class ReferenceLog:
             reason = state.refuses(run)
             if reason is not None:
                 return reason
-            state.finish(run, records, fields_column=self.layouts.fields_column)
+            state.finish(
+                run,
+                records,
+                fields_column=self.layouts.fields_column,
+                max_json_bytes=self.layouts.max_json_bytes,
+            )
         if "census" in self.layouts.names:
             self._census_facts(run)
             self._census_runs[(run.sync_id, run.sync_run_id)] = census.runs_row(run)
