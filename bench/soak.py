@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -196,7 +196,7 @@ def main() -> int:
         "--cloud-sequences", type=int, default=200, help="sequences per cloud stand-in (default 200)"
     )
     parser.add_argument("--chunk", type=int, default=100, help="sequences per pytest process (default 100)")
-    parser.add_argument("--until", help="HH:MM UTC: start no chunk after it")
+    parser.add_argument("--until", help="HH:MM UTC (the next such time): start no chunk after it")
     parser.add_argument("--add", action="store_true", help="keep the report's earlier runs")
     parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
@@ -207,7 +207,9 @@ def main() -> int:
     until = None
     if args.until:
         hour, minute = map(int, args.until.split(":"))
-        until = datetime.now(UTC).replace(hour=hour, minute=minute, second=0, microsecond=0)
+        now = datetime.now(UTC)
+        until = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        until += timedelta(days=1) if until <= now else timedelta()  # past midnight: tomorrow's
     rows = []
     for name in names:
         wanted = args.sequences if name in LOCAL else args.cloud_sequences
