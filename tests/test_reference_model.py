@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from synclog.errors import InputError
+from synclog.layouts.hightouch import LatestRun, refuse_older
 from synclog.model import Run, RunStatus
 from synclog.privacy import Mask, PayloadPolicy
 from synclog_testing.factories import make_run
@@ -710,3 +712,20 @@ def test_a_payload_policy_masks_identifiers_fields_and_messages_as_documented() 
     found = dict(row)
     assert (found["record_identifier"], found["record_payload"]) == ("b", '{"v": 1}'), "as given"
     assert (found["status_message"], found["error_code"]) == ("[redacted]: x", None)
+
+
+def test_a_refusal_is_expected_for_its_reason_only() -> None:
+    """The model tests take synclog's InputError as the refusal the model expects only when it
+    names the same sync, run and snapshot run (synclog's own wording, from `refuse_older`)."""
+    older = make_run(sync_id=77, sync_run_id=700, started_at=T0)
+    expected = Refused(77, 700, 703)
+    with pytest.raises(InputError) as said:
+        refuse_older(older, LatestRun(703, T0 + timedelta(minutes=20)))
+    assert expected.explains(str(said.value))
+    with pytest.raises(InputError) as other_run:
+        refuse_older(replace(older, sync_run_id=701), LatestRun(703, T0 + timedelta(minutes=20)))
+    assert not expected.explains(str(other_run.value))
+    with pytest.raises(InputError) as other_sync:
+        refuse_older(replace(older, sync_id=78), LatestRun(703, T0 + timedelta(minutes=20)))
+    assert not expected.explains(str(other_sync.value))
+    assert not expected.explains("record results: 'status' has unknown value 'exploded'")
