@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from synclog.model import Run
 from synclog.privacy import Mask, PayloadPolicy
 from synclog.records import INPUT_SCHEMA
+from synclog_testing.factories import RECORD_COLUMNS
 from synclog_testing.reference import Record
 
 ASCII = ("a", "b", "c", "d")
@@ -110,15 +111,15 @@ def batches_of(
 
 def handed_over(records: Sequence[Record], form: str) -> Any:
     """`records` as an engine hands them to `SyncLog.write`: dicts (optional columns only where
-    set), a pandas DataFrame or an Arrow table (every column a record of the write has)."""
+    set), a pandas DataFrame or an Arrow table (the required columns, also of no records, and
+    each optional one a record of the write has)."""
     rows = [r.as_input() for r in records]
     if form == "dicts":
         return rows
-    names = [n for n in INPUT_SCHEMA.fieldNames() if any(n in row for row in rows)]
-    full = [{n: row.get(n) for n in names} for row in rows]
+    names = [n for n in INPUT_SCHEMA.fieldNames() if n in RECORD_COLUMNS or any(n in row for row in rows)]
     if form == "arrow":
-        return pa.Table.from_pylist(full)
-    return pd.DataFrame(full, columns=names)
+        return pa.table({n: [row.get(n) for row in rows] for n in names})
+    return pd.DataFrame([{n: row.get(n) for n in names} for row in rows], columns=names)
 
 
 def shape(record: Record) -> frozenset[str]:
