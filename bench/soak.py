@@ -4,10 +4,14 @@ For each target it runs the conformance suite's stateful model test
 (`ModelConformance.test_log_tables_follow_the_reference_model`: random sequences of writes,
 replays, finishes, outages and retention over several syncs, every table compared with the
 reference model after every step) with the Hypothesis profile `soak` (random, not derandomised:
-every chunk explores sequences of its own), in chunks of `--chunk` sequences, one pytest process
-each, until the target has run its sequences. A chunk that does not pass (a difference from the
-model, its time limit, or an error) stops its target, and its sequences are not counted; its
-output, the shrunk sequence included, is kept in bench/soak-logs/.
+every chunk draws sequences of its own from a seed of its own), in chunks of `--chunk` sequences,
+one pytest process each, until the target has run its sequences. Only sequences that ran through
+count (not those Hypothesis discarded), with the situations they reached (the model tests'
+Hypothesis events: runs of one number in two syncs, refused runs, replays, outages, the
+generators' inputs, …). A chunk that does not pass (a difference from the model, its time limit,
+or an error) stops its target, and its sequences are not counted; its output, the shrunk sequence
+and the seed that draws its sequences again (`SYNCLOG_MODEL_SEED`) included, is kept in
+bench/soak-logs/.
 
     python bench/soak.py                                   # 2,000 per target, 200 on the stand-ins
     python bench/soak.py --targets duckdb --sequences 300 --until 18:05
@@ -27,8 +31,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -73,6 +78,10 @@ class Soaked:
     """What the failing chunk raised (its type and first line): a difference from the model is an
     AssertionError; anything else is an error of synclog's or of what it runs on, which its log
     tells apart."""
+    situations: Counter[str] = field(default_factory=Counter)
+    """Per situation, the sequences counted that reached it."""
+    seed: int | None = None
+    """The seed the failing chunk drew its sequences from."""
 
     def row(self) -> str:
         cells = (self.target, f"{self.sequences:,}", f"{self.steps:,}", self.failing, f"{self.seconds:,.0f}")
@@ -105,6 +114,8 @@ def soak(name: str, sequences: int, chunk: int, until: datetime | None) -> Soake
         if result.returncode == 0 and lines:
             done.sequences += sum(line.get("sequences", 0) for line in lines)
             done.steps += sum(line.get("steps", 0) for line in lines)
+            for line in lines:
+                done.situations.update(line.get("situations", {}))
             print(f"{name}: {done.sequences} sequences, {done.steps} steps, {done.seconds:.0f} s", flush=True)
             continue
         LOGS.mkdir(exist_ok=True)
@@ -112,6 +123,7 @@ def soak(name: str, sequences: int, chunk: int, until: datetime | None) -> Soake
         log.write_text(result.stdout + result.stderr, encoding="utf-8")
         done.failing = failing(result.stdout, lines)
         done.failure = next((line["failure"] for line in lines if line.get("failure")), "")
+        done.seed = next((int(line["seed"]) for line in lines if "seed" in line), None)
         done.log = str(log.relative_to(ROOT))
         print(f"{name}: {OUTCOMES[done.failing]}, see {done.log}", flush=True)
         break
@@ -149,10 +161,24 @@ def report(rows: list[Soaked], args: argparse.Namespace) -> str:
         "|---|---|---|---|---|",
         *(row.row() for row in rows),
     ]
+    reached = sorted({name for row in rows for name in row.situations})
+    if reached:
+        lines += [
+            "",
+            "Situations: the sequences counted above that reached each (Hypothesis events).",
+            "",
+            "| situation | " + " | ".join(row.target for row in rows) + " |",
+            "|---|" + "---|" * len(rows),
+            *(
+                f"| {name} | " + " | ".join(f"{row.situations[name]:,}" for row in rows) + " |"
+                for name in reached
+            ),
+        ]
     for row in rows:
         if row.log:
             raised = f"; it raised `{row.failure}`" if row.failure else ""
-            lines.append(f"\n{row.target}: {LOGGED[row.failing]}: `{row.log}`{raised}.")
+            again = f"; `SYNCLOG_MODEL_SEED={row.seed}` draws its sequences again" if row.seed else ""
+            lines.append(f"\n{row.target}: {LOGGED[row.failing]}: `{row.log}`{raised}{again}.")
     return "\n".join(lines) + "\n"
 
 
@@ -170,7 +196,7 @@ def main() -> int:
         "--cloud-sequences", type=int, default=200, help="sequences per cloud stand-in (default 200)"
     )
     parser.add_argument("--chunk", type=int, default=100, help="sequences per pytest process (default 100)")
-    parser.add_argument("--until", help="HH:MM UTC: start no chunk after it")
+    parser.add_argument("--until", help="HH:MM UTC (the next such time): start no chunk after it")
     parser.add_argument("--add", action="store_true", help="keep the report's earlier runs")
     parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
@@ -181,7 +207,9 @@ def main() -> int:
     until = None
     if args.until:
         hour, minute = map(int, args.until.split(":"))
-        until = datetime.now(UTC).replace(hour=hour, minute=minute, second=0, microsecond=0)
+        now = datetime.now(UTC)
+        until = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        until += timedelta(days=1) if until <= now else timedelta()  # past midnight: tomorrow's
     rows = []
     for name in names:
         wanted = args.sequences if name in LOCAL else args.cloud_sequences
@@ -192,8 +220,11 @@ def main() -> int:
         "sequences (`python bench/soak.py`, see its docstring; `make soak`). `failing` is 1 when a "
         "chunk found a difference (its shrunk sequence is in the log named below the table), "
         "`timeout` when a chunk ran past its time limit, `error` when a chunk could not run; a "
-        "chunk that did not pass stops its target and its sequences are not counted. A run's "
-        "section is named by the time it ended.\n"
+        "chunk that did not pass stops its target and its sequences are not counted. Sequences "
+        "are those that ran through (Hypothesis's discarded ones are not counted since the runs "
+        "that report situations: before them every sequence built counted); each run's situation "
+        "table counts the sequences that reached each situation. A run's section is named by the "
+        "time it ended.\n"
     )
     earlier = ""
     if args.add and args.report.exists():

@@ -206,11 +206,14 @@ def _open(kind: type[DuckDBTarget], tmp_path: Path) -> DuckDBTarget:
     return kind(TargetURL.parse(f"{scheme}:///{tmp_path / 'wrong.duckdb'}"), settings, capabilities)
 
 
-def _fails(kind: type[DuckDBTarget], tmp_path: Path, check: Callable[[DuckDBTarget], None]) -> None:
-    """`check` (a conformance test) fails on a target of the wrong `kind`."""
+def _fails(
+    kind: type[DuckDBTarget], tmp_path: Path, check: Callable[[DuckDBTarget], None], because: str
+) -> None:
+    """`check` (a conformance test) fails on a target of the wrong `kind`, `because` its
+    assertion says so (not an assertion of its set-up)."""
     target = _open(kind, tmp_path)
     try:
-        with pytest.raises(AssertionError):
+        with pytest.raises(AssertionError, match=because):
             check(target)
     finally:
         target.close()
@@ -224,6 +227,7 @@ def test_a_replay_on_a_later_day_fails_a_swap_that_empties_the_replaced_days(
         _DropsReplacedDays,
         tmp_path,
         lambda t: writes.test_replay_of_a_batch_with_a_later_batch_time(t, spark),
+        "the replay changed rows it does not replace",
     )
 
 
@@ -233,7 +237,12 @@ def test_the_swap_tests_run_on_a_targets_own_swap_and_fail_a_wrong_one(
     """A target with a swap of its own is held to the swap tests, judged by what the table holds:
     one that replaces nothing fails them (they are not skipped)."""
     swaps = SwapConformance()
-    _fails(_InsertsOnly, tmp_path, lambda t: swaps.test_a_swap_replaces_by_key_and_by_scope(t, spark))
+    _fails(
+        _InsertsOnly,
+        tmp_path,
+        lambda t: swaps.test_a_swap_replaces_by_key_and_by_scope(t, spark),
+        "the batch written again left rows it replaces",
+    )
 
 
 def test_a_swap_failing_part_way_fails_a_swap_outside_a_transaction(
@@ -246,4 +255,5 @@ def test_a_swap_failing_part_way_fails_a_swap_outside_a_transaction(
         lambda t: writes.test_a_swap_failing_part_way_keeps_the_old_rows_and_a_replay_converges(
             t, spark, monkeypatch
         ),
+        "the failed swap changed the log",
     )

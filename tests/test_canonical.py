@@ -10,7 +10,7 @@ from synclog.canonical import CANONICAL_COLUMNS, canonical_frame
 from synclog.model import InvalidReason
 from synclog.payloads import MAX_HEAD_CHARS, TRUNCATED_MARKER, fit_json
 from synclog.records import VIOLATION
-from synclog_testing.factories import make_records, make_run, record_rows
+from synclog_testing.factories import RECORD_DDL, make_records, make_run, record_rows
 
 
 def frame_rows(spark: SparkSession, rows: list[tuple[object, ...]]) -> list[dict[str, object]]:
@@ -79,6 +79,19 @@ def test_log_ids_are_unique_and_stable(spark: SparkSession) -> None:
 def test_fields_default_to_the_payload(spark: SparkSession) -> None:
     out = frame_rows(spark, record_rows(make_run(), count=3))
     assert all(r["fields"] == r["record_payload"] for r in out)
+
+
+def test_a_record_without_fields_logs_its_payload_whatever_the_other_records_give(
+    spark: SparkSession,
+) -> None:
+    """A write whose records give `fields` for some records only (a delete without the model's
+    row): each record without them logs its payload, as it would in a write without the column."""
+    rows = record_rows(make_run(), count=3)
+    given = [(*row, '{"id": 1}' if i == 0 else None) for i, row in enumerate(rows)]
+    frame = spark.createDataFrame(given, RECORD_DDL + ", fields string")
+    out = canonical_frame(make_run(), frame, datetime.now(UTC)).collect()
+    by_payload = {r["record_payload"]: r["fields"] for r in out}
+    assert by_payload == {rows[0][4]: '{"id": 1}', rows[1][4]: rows[1][4], rows[2][4]: rows[2][4]}
 
 
 def test_oversized_payloads_become_a_valid_marker(spark: SparkSession) -> None:

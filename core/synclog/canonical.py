@@ -93,7 +93,9 @@ def canonical_frame(
     writes = {0: runs} if isinstance(runs, Run) else runs
     schema = schema or records.schema
     present = set(schema.fieldNames())
-    fields = F.col("fields") if "fields" in present else F.col("record_payload")
+    payload = _json_text(schema, "record_payload")
+    # A record without `fields` logs its payload, whether or not other records give them.
+    fields = F.coalesce(_json_text(schema, "fields"), payload) if "fields" in present else payload
     split = F.col("split_group") if "split_group" in present else F.lit(None)
     shaped = records.select(
         F.col("record_identifier").cast("string").alias("record_identifier"),
@@ -101,8 +103,8 @@ def canonical_frame(
         "status",
         "status_message",
         (F.col("error_code") if "error_code" in present else F.lit(None)).cast("string").alias("error_code"),
-        fit_json(_json_text(schema, "record_payload"), LARGEST_JSON_BYTES).alias("record_payload"),
-        fit_json(_json_text(schema, "fields", fields), LARGEST_JSON_BYTES).alias("fields"),
+        fit_json(payload, LARGEST_JSON_BYTES).alias("record_payload"),
+        fit_json(fields, LARGEST_JSON_BYTES).alias("fields"),
         split.cast("string").alias("split_group"),
         F.col("batch_number").cast("int").alias("batch_number"),
         F.col("batch_started_at").cast("timestamp").alias("batch_started_at"),
@@ -156,13 +158,11 @@ def per_write(writes: Mapping[int, Run], value: Callable[[Run], object]) -> Colu
     return chosen
 
 
-def _json_text(schema: T.StructType, name: str, column: Column | None = None) -> Column:
+def _json_text(schema: T.StructType, name: str) -> Column:
     """JSON text for a payload given as text (kept as is), a struct or a map."""
-    column = F.col(name) if column is None else column
-    source = name if name in schema.fieldNames() else "record_payload"
-    if isinstance(schema[source].dataType, T.StringType):
-        return column
-    return F.to_json(column)
+    if isinstance(schema[name].dataType, T.StringType):
+        return F.col(name)
+    return F.to_json(F.col(name))
 
 
 def _instant(moment: datetime) -> Column:

@@ -162,7 +162,8 @@ class ConformanceBase:
         return first, second, then
 
     def changelog(self, target: Target, run: Run) -> Counter[tuple[Any, ...]]:
-        rows = self.rows(target, CHANGELOG, f"sync_run_id = {int(run.sync_run_id)}")
+        where = f"sync_id = {int(run.sync_id)} AND sync_run_id = {int(run.sync_run_id)}"
+        rows = self.rows(target, CHANGELOG, where)
         return Counter((r["row_id"], r["op_type"], r["status"], r["failure_reason"]) for r in rows)
 
     def snapshot(self, target: Target, sync_id: int) -> set[tuple[Any, ...]]:

@@ -281,18 +281,18 @@ class WritesConformance(ConformanceBase):
     def test_replay_of_a_batch_with_a_later_batch_time(self, target: Target, spark: SparkSession) -> None:
         """A batch written again (same sync, run and batch number) with its batch time on another
         day: the table ends with the replayed rows only, and the rows of the run's other batch, of
-        another sync and of the day the replay moves to stay as they were."""
+        another sync's run of the same number and of the day the replay moves to stay as they were."""
         day = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=3)
         later = day + timedelta(days=1)
         run = make_run(started_at=day - timedelta(hours=1))
-        other_sync = make_run(sync_id=99, sync_run_id=6001, started_at=run.started_at)
+        other_sync = make_run(sync_id=99, sync_run_id=5678, started_at=run.started_at)  # its run 5678
         next_day = make_run(sync_run_id=5679, started_at=later - timedelta(hours=1))
         log = self.log(target, spark)
         log.write(run, make_records(spark, batch_rows(0, "old", 6, day) + batch_rows(1, "kept", 4, day)))
         log.write(other_sync, make_records(spark, batch_rows(0, "other", 3, day)))
         log.write(next_day, make_records(spark, batch_rows(0, "next", 2, later)))
         log.write(run, make_records(spark, batch_rows(0, "new", 5, later)))
-        assert self.count(target) == 5 + 4 + 3 + 2
+        assert self.count(target) == 5 + 4 + 3 + 2, "the replay changed rows it does not replace"
         assert self.count(target, "record_identifier LIKE 'old-%'") == 0
         assert (
             self.count(target, "sync_run_id = 5678 AND batch_number = 0 AND record_identifier LIKE 'new-%'")
@@ -333,10 +333,10 @@ class WritesConformance(ConformanceBase):
         assert len(before) == 5
         monkeypatch.setattr(target, "run_swap", fail_last)
         replayed = make_records(spark, batch_rows(0, "new", 2, day))
-        with pytest.raises(Exception):  # noqa: B017 - the warehouse's own error for the missing table
+        with pytest.raises(Exception, match=r"(?i)synclog_no_such_table"):  # the warehouse's own error
             log.write(run, replayed)
         assert failed, "the batch's swap ran"
-        assert self.logged_batches(target) == before
+        assert self.logged_batches(target) == before, "the failed swap changed the log"
         monkeypatch.undo()
         log.write(run, replayed)
         assert self.logged_batches(target) == [(0, "new-0"), (0, "new-1"), (1, "kept-0"), (1, "kept-1")]
@@ -625,7 +625,7 @@ class HightouchConformance(ConformanceBase):
         log = self.log(target, spark, config)
         old = make_run(sync_id=80, sync_run_id=1001, full_model=True, started_at=now - timedelta(days=10))
         self.write_people(log, old, [("a", "upsert", "succeeded", 1), ("b", "upsert", "succeeded", 1)])
-        self.write_people(log, make_run(sync_id=81, sync_run_id=1101), [("z", "upsert", "succeeded", 1)])
+        self.write_people(log, make_run(sync_id=81, sync_run_id=1002), [("z", "upsert", "succeeded", 1)])
         emptied = make_run(sync_id=80, sync_run_id=1002, full_model=True, started_at=now)
         log.finish(emptied)  # a run without records: only its end is logged
         assert self.changelog(target, emptied) == Counter(

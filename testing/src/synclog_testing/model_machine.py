@@ -4,14 +4,21 @@ against a real target and compared, table by table after every step, with the re
 Each sequence writes three syncs (two in one organisation, one in another) whose runs share
 numbers (1, 2, 3…, as a scheduler's per-sync counter gives them) and whose records share
 identifiers; runs start in any order of their ids. Steps: write batches of an open run (NULL
-and repeated identifiers within and across batches), write a batch again (also into another
-day), finish a run as succeeded or failed, write a whole run at once or again, a write the
-contract refuses, the target going down and coming back (`flush`), and retention. A failure
-shrinks to a minimal sequence, printed as the steps that reproduce it.
+and repeated identifiers within and across batches; as dicts, pandas or Arrow; payloads whose
+fields change between writes, some oversized or non-ASCII; see `synclog_testing.model_records`),
+write a batch again (also into another day), finish a run as succeeded or failed, write a whole
+run at once or again, a write the contract refuses, the target going down and coming back
+(`flush`), time moving on, and retention. A sequence may give its target a small JSON size limit,
+the run store a small identifier cap, and its third sync a payload policy. A failure shrinks to a
+minimal sequence, printed as the steps that reproduce it.
 
 Sequences share the target (each has syncs of its own) and each has storage of its own, so
 a sequence costs its steps, not a new warehouse. How many run: the Hypothesis profile named by
-`$SYNCLOG_MODEL_PROFILE` (`ci`, the default: a few dozen; `soak`: many).
+`$SYNCLOG_MODEL_PROFILE`: `ci`, the default, runs a fixed, derandomized set and a third as many
+sequences drawn fresh each run from a seed it prints (`$SYNCLOG_MODEL_SEED` draws them again);
+`soak` runs many, all fresh. Each situation a sequence reaches (runs of one number in two syncs,
+a refused run, a replay, an outage, …) is a Hypothesis `event`; `$SYNCLOG_MODEL_STATS` counts the
+sequences that ran and reached each.
 """
 
 from __future__ import annotations
@@ -22,13 +29,15 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, seed, settings
 from hypothesis import strategies as st
+from hypothesis.internal.observability import with_observability_callback
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
@@ -43,18 +52,35 @@ from synclog.config import Config, SyncSettings
 from synclog.errors import InputError, TargetError
 from synclog.model import Behaviour, Connection, DestinationObject, Run, RunStatus, SourceObject
 from synclog.plugins.manager import registry
+from synclog.storage import runstore
 from synclog.storage.location import Location
 from synclog.targets.base import Target, TargetSettings
 from synclog.targets.connector import Connector
 from synclog.writer import SyncLog
+from synclog_testing.model_records import (
+    ASCII,
+    FORMS,
+    MASK_KEY,
+    MASK_KEY_ENV,
+    POLICIES,
+    SMALL_JSON_BYTES,
+    UNICODE,
+    batches_of,
+    handed_over,
+    oversized,
+    shape,
+)
 from synclog_testing.reference import Layouts, Record, ReferenceLog, Refused
 from synclog_testing.reference.observed import differences, expected, lake_tables, sql_tables
 
 PROFILE_ENV = "SYNCLOG_MODEL_PROFILE"
 EXAMPLES_ENV = "SYNCLOG_MODEL_SEQUENCES"
 """Sequences per target, instead of the profile's number (`make soak` sets it)."""
+SEED_ENV = "SYNCLOG_MODEL_SEED"
+"""The seed the fresh sequences are drawn from (else a new one each run, printed)."""
 STATS_ENV = "SYNCLOG_MODEL_STATS"
-"""A file each run of sequences appends one JSON line to: its sequences and steps (`make soak`)."""
+"""A file each run of sequences appends one JSON line to: the sequences that ran, their steps and
+the situations they reached, the seed, and whether they failed (`make soak`)."""
 settings.register_profile(
     "ci",
     max_examples=24,
@@ -76,8 +102,39 @@ settings.register_profile(
 RETENTION_DAYS = 7
 SHORT_RETENTION_DAYS = 3
 """The second sync keeps its rows for fewer days than the others."""
-IDENTIFIERS = ("a", "b", "c", "d")
-MESSAGES = ("INVALID_EMAIL: bad address", "rate limited", None)
+START_DAYS_AGO = 6
+"""How far before the real clock a sequence's time starts (it moves on from there)."""
+SMALL_IDENTIFIER_CAP = 2
+"""The run store's identifier cap in some sequences: runs of a few records go past it."""
+KEY = MASK_KEY.encode()
+SITUATIONS = (
+    "two syncs wrote runs of one number",
+    "a run refused",
+    "a batch written again",
+    "a finished run written again",
+    "an outage",
+    "time moved on",
+    "retention removed rows",
+    "records handed over as pandas",
+    "records handed over as arrow",
+    "payload fields changed between writes",
+    "fields given apart from the payload",
+    "an append",
+    "an oversized payload",
+    "a small JSON size limit",
+    "a non-ASCII payload",
+    "non-ASCII identifiers",
+    "a payload policy",
+    "a run past the run store's identifier cap",
+)
+"""What a sequence may reach, each a Hypothesis event: `$SYNCLOG_MODEL_STATS` counts the sequences
+that reached each (bench/SOAK.md)."""
+
+
+def reached(situation: str) -> None:
+    """Note that the running sequence reached `situation` (one of `SITUATIONS`)."""
+    assert situation in SITUATIONS, situation
+    event(situation)
 
 
 @dataclass
@@ -128,34 +185,6 @@ class OpenRun:
         )
 
 
-@st.composite
-def batches_of(draw: st.DrawFn, run: Run, numbers: list[int], shift_days: int = 0) -> list[Record]:
-    """One to four records for each batch in `numbers`."""
-    records = []
-    for number in numbers:
-        started = run.started_at + timedelta(minutes=number, days=shift_days)
-        for _ in range(draw(st.integers(1, 4))):
-            identifier = draw(st.sampled_from((*IDENTIFIERS, None)))
-            status = draw(st.sampled_from(("succeeded", "succeeded", "rejected", "aborted")))
-            operation = draw(st.sampled_from(("upsert", "upsert", "update", "delete", "create", "mirror")))
-            version = draw(st.integers(0, 2))
-            records.append(
-                Record(
-                    record_identifier=identifier,
-                    operation=operation,
-                    status=status,
-                    status_message=draw(st.sampled_from(MESSAGES)) if status == "rejected" else None,
-                    record_payload=json.dumps({"id": identifier, "v": version}),
-                    batch_number=number,
-                    batch_started_at=started,
-                    batch_completed_at=started + timedelta(seconds=30),
-                    split_group=draw(st.sampled_from((None, None, None, "control"))),
-                    error_code=draw(st.sampled_from((None, None, "E42"))) if status == "rejected" else None,
-                )
-            )
-    return records
-
-
 @dataclass
 class Harness:
     """What a sequence runs against: the target, how to open it again, Spark, where storage goes."""
@@ -170,50 +199,58 @@ class Harness:
     partition_columns: tuple[str, ...] = ()
     """Columns the target's storage adds after a table's own (lower case), left out of the reads."""
     counted: Counter[str] = field(default_factory=Counter)
-    """Sequences run and steps taken (each checked against the model)."""
+    """Sequences that ran (not those Hypothesis discarded), steps taken (each checked against the
+    model), and the sequences that reached each situation."""
+    last_steps: int = 0
+    """The steps of the sequence that ran last."""
+    numbered: Iterator[int] = field(default_factory=itertools.count)
+    """Numbers the sequences run on the target, whichever machine class runs them: each number
+    gives a sequence syncs and storage of its own."""
+    situations: Counter[str] = field(default_factory=Counter)
+    """Per situation (a Hypothesis event), the sequences that ran and reached it."""
 
 
 def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
     """The state machine class of one target."""
     caps = harness.target.capabilities
-    layouts = Layouts(caps.layouts, run_metadata=caps.run_metadata_columns, fields_column=caps.fields_column)
-    sequence = itertools.count()
     now = datetime.now(UTC).replace(microsecond=0)
-    counted = harness.counted
 
     class LogMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            counted["sequences"] += 1
-            base = random.Random(next(sequence)).randrange(10**6, 10**9) * 10  # syncs of its own
+            base = random.Random(next(harness.numbered)).randrange(10**6, 10**9) * 10  # syncs of its own
             self.syncs = [Sync(1, base + 1), Sync(1, base + 2), Sync(2, base + 3)]
-            per_sync = {self.syncs[1].sync_id: SHORT_RETENTION_DAYS}
-            self.model = ReferenceLog(layouts, RETENTION_DAYS, per_sync)
+            self.storage = harness.storage.child(f"sequence-{base}")
             self.down = False
-            storage = harness.storage.child(f"sequence-{base}")
-            config = Config(
-                defaults=SyncSettings(layouts=caps.layouts, retention_days=RETENTION_DAYS),
-                syncs={s: SyncSettings(layouts=caps.layouts, retention_days=d) for s, d in per_sync.items()},
-                storage=storage,
-            )
-            self.log = SyncLog(Connector(harness.target.url, caps, self._open), config, harness.spark)
+            self.clock = now - timedelta(days=START_DAYS_AGO)
+            """The sequence's time: runs start before it, retention runs at it; it moves on."""
             self.open_runs: list[OpenRun] = []
+            self.steps = 0
+            self.shapes: dict[int, set[frozenset[str]]] = {}
+            """Per sync, the payload shapes its runs wrote."""
+            self.restore_cap: Callable[[], None] | None = None
 
         def _open(self) -> Target:
             if self.down:
                 raise TargetError(f"{harness.url}: the target is down (the sequence's outage)")
-            return registry().open(
-                harness.target.url, replace(harness.settings, storage=self.log.config.storage)
-            )
+            opened = registry().open(harness.target.url, replace(harness.settings, storage=self.storage))
+            opened.capabilities = self.caps  # the sequence's JSON size limit, if it has one
+            return opened
 
         def teardown(self) -> None:
-            self.log.close()
+            harness.last_steps = self.steps
+            if self.restore_cap is not None:
+                self.restore_cap()
+            if hasattr(self, "log"):
+                self.log.close()
 
         # -- steps -------------------------------------------------------------------------------
 
         @initialize(numbers=st.lists(st.integers(1, 3), min_size=3, max_size=3), data=st.data())
         def start_a_run_of_each_sync(self, numbers: list[int], data: st.DataObject) -> None:
-            """Each sync starts a run; their numbers collide as per-sync counters' do."""
+            """What the sequence's target and syncs are like, then each sync starts a run; their
+            numbers collide as per-sync counters' do."""
+            self._set_up(data)
             for sync, number in enumerate(numbers):
                 self._start(sync, number, data)
 
@@ -226,7 +263,8 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
         def write_batches(self, data: st.DataObject) -> None:
             run = data.draw(st.sampled_from(self._unfinished()), "run")
             numbers = data.draw(st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True), "batches")
-            self._write(run, data.draw(batches_of(run.run, sorted(numbers)), "records"))
+            records = data.draw(batches_of(run.run, sorted(numbers), self.identifiers), "records")
+            self._write(run, records, data)
 
         @precondition(lambda self: self._unfinished(written=True))
         @rule(data=st.data(), shift_days=st.sampled_from((0, 0, 1)))
@@ -243,7 +281,8 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
                 )
                 for r in run.batches[number]
             ]
-            self._write(run, records)
+            reached("a batch written again")
+            self._write(run, records, data)
 
         @precondition(lambda self: self._unfinished())
         @rule(data=st.data(), status=st.sampled_from((RunStatus.SUCCEEDED, RunStatus.FAILED)))
@@ -268,16 +307,18 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
                 return
             if run.finished:
                 records = [r for n in sorted(run.batches) for r in run.batches[n]]
+                reached("a finished run written again")
             else:
                 numbers = data.draw(
                     st.lists(st.integers(0, 2), min_size=1, max_size=3, unique=True), "batches"
                 )
-                records = data.draw(batches_of(run.run, sorted(numbers)), "records")
+                records = data.draw(batches_of(run.run, sorted(numbers), self.identifiers), "records")
             whole = replace(run.run, finished_at=run.run.started_at + timedelta(minutes=20))
+            given = self._handed_over(records, data)
             refused = self._expect(lambda: self.model.write_run(whole, records))
-            self._outcome(refused, lambda: self.log.write_run(whole, [r.as_input() for r in records]))
+            self._outcome(refused, lambda: self.log.write_run(whole, given))
             if refused is None:
-                run.batches = _by_batch(records)
+                self._wrote(run, records)
                 run.finished, run.run = True, whole
 
         @precondition(lambda self: self.open_runs)
@@ -286,16 +327,22 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
             """A record with an unknown status: an InputError, and nothing logged."""
             run = data.draw(st.sampled_from(self.open_runs), "run")
             record = Record("a", "upsert", "exploded", None, "{}", 0, run.run.started_at, run.run.started_at)
+            refused = self.model.refusal(run.run)  # a run older than its snapshot's is refused first
             try:
                 self.log.write(run.run, [record.as_input()])
-            except InputError as exc:  # or the run is refused first: it started before the snapshot's run
-                assert "exploded" in str(exc) or "which its hightouch snapshot already holds" in str(exc)
+            except InputError as exc:
+                if refused is None:
+                    assert "'status' has unknown value 'exploded'" in str(exc), f"refused for: {exc}"
+                else:
+                    reached("a run refused")
+                    assert refused.explains(str(exc)), f"expected {refused}, refused for: {exc}"
             else:
                 raise AssertionError("a record with status 'exploded' was logged")
 
         @precondition(lambda self: not self.down)
         @rule()
         def target_goes_down(self) -> None:
+            reached("an outage")
             self.down, self.model.up = True, False
             self.log.connector.reset()
 
@@ -306,17 +353,27 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
             self.model.flush()
             self.log.flush()
 
+        @precondition(lambda self: self.clock < now)
+        @rule(hours=st.integers(1, 96))
+        def time_moves_on(self, hours: int) -> None:
+            """Hours or days pass before the next step (never past the real clock)."""
+            reached("time moved on")
+            self.clock = min(self.clock + timedelta(hours=hours), now)
+
         @precondition(lambda self: not self.down)
         @rule()
         def cleanup(self) -> None:
-            self.model.cleanup(now)
-            self.log.cleanup(now)
+            before = sum(sum(rows.values()) for rows in self.model.tables().values())
+            self.model.cleanup(self.clock)
+            self.log.cleanup(self.clock)
+            if sum(sum(rows.values()) for rows in self.model.tables().values()) < before:
+                reached("retention removed rows")
 
         # -- checks --------------------------------------------------------------------------------
 
         @invariant()
         def tables_match_the_model(self) -> None:
-            counted["steps"] += 1
+            self.steps += 1
             syncs = [s.sync_id for s in self.syncs]
             want = expected(self.model.tables(syncs))
             got = self._observed(list(want))
@@ -334,18 +391,55 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
 
         # -- helpers -------------------------------------------------------------------------------
 
+        def _set_up(self, data: st.DataObject) -> None:
+            """Draw what the target and the syncs are like for this sequence (a JSON size limit,
+            the run store's identifier cap, a payload policy of the third sync, non-ASCII
+            identifiers), then open the log and make the model alike."""
+            json_limit = data.draw(st.sampled_from((None, SMALL_JSON_BYTES)), "JSON size limit")
+            limits = [b for b in (caps.max_json_bytes, json_limit) if b is not None]
+            self.caps = replace(caps, max_json_bytes=min(limits)) if limits else caps
+            if json_limit is not None:
+                reached("a small JSON size limit")
+            if data.draw(st.booleans(), "a small identifier cap"):
+                self.restore_cap = _small_identifier_cap(SMALL_IDENTIFIER_CAP)
+            policy = data.draw(st.sampled_from((None, None, *POLICIES)), "payload policy")
+            self.identifiers = data.draw(st.sampled_from((ASCII, ASCII, UNICODE)), "identifiers")
+            if self.identifiers is UNICODE:
+                reached("non-ASCII identifiers")
+            per_sync = {self.syncs[1].sync_id: SHORT_RETENTION_DAYS}
+            settings = {s: SyncSettings(layouts=caps.layouts, retention_days=d) for s, d in per_sync.items()}
+            policies = {}
+            if policy is not None:
+                reached("a payload policy")
+                policies[self.syncs[2].sync_id] = policy
+                settings[self.syncs[2].sync_id] = SyncSettings(layouts=caps.layouts, policy=policy)
+            config = Config(
+                defaults=SyncSettings(layouts=caps.layouts, retention_days=RETENTION_DAYS),
+                syncs=settings,
+                storage=self.storage,
+            )
+            layouts = Layouts(
+                caps.layouts,
+                run_metadata=caps.run_metadata_columns,
+                fields_column=caps.fields_column,
+                max_json_bytes=self.caps.max_json_bytes,
+            )
+            self.model = ReferenceLog(layouts, RETENTION_DAYS, per_sync, policies=policies, mask_key=KEY)
+            self.log = SyncLog(Connector(harness.target.url, self.caps, self._open), config, harness.spark)
+
         def _start(self, sync: int, number: int, data: st.DataObject) -> OpenRun:
             """Run `number` of a sync: the one started already, else a new one (at any time of the
-            last twelve days, whatever its number: runs are ordered by time, not by id)."""
+            twelve days before the sequence's time, whatever its number: runs are ordered by
+            time, not by id)."""
             key = (self.syncs[sync].sync_id, number)
             known = next((r for r in self.open_runs if self._key(r.run) == key), None)
             if known is not None:
                 return known
             days_ago = data.draw(st.integers(0, 12), "days ago")
             hour = data.draw(st.integers(0, 23), "hour")
-            started = (now - timedelta(days=days_ago)).replace(hour=hour, minute=0, second=0)
+            started = (self.clock - timedelta(days=days_ago)).replace(hour=hour, minute=0, second=0)
             run = self.syncs[sync].run(
-                number, min(started, now - timedelta(hours=1)), data.draw(st.booleans())
+                number, min(started, self.clock - timedelta(hours=1)), data.draw(st.booleans())
             )
             opened = OpenRun(run)
             self.open_runs.append(opened)
@@ -354,17 +448,49 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
         def _unfinished(self, written: bool = False) -> list[OpenRun]:
             return [r for r in self.open_runs if not r.finished and (r.batches or not written)]
 
-        def _write(self, run: OpenRun, records: list[Record]) -> None:
+        def _write(self, run: OpenRun, records: list[Record], data: st.DataObject) -> None:
+            given = self._handed_over(records, data)
             refused = self._expect(lambda: self.model.write(run.run, records))
-            self._outcome(refused, lambda: self.log.write(run.run, [r.as_input() for r in records]))
+            self._outcome(refused, lambda: self.log.write(run.run, given))
             if refused is None:
-                run.batches.update(_by_batch(records))
+                self._wrote(run, records)
 
-        @staticmethod
-        def _expect(step: Callable[[], None]) -> Refused | None:
+        def _handed_over(self, records: list[Record], data: st.DataObject) -> Any:
+            form = data.draw(st.sampled_from(FORMS), "handed over as")
+            if form != "dicts":
+                reached(f"records handed over as {form}")
+            return handed_over(records, form)
+
+        def _wrote(self, run: OpenRun, records: list[Record]) -> None:
+            """Keep what a write the model took logged, and note the situations it made."""
+            run.batches.update(_by_batch(records))
+            sync = run.run.sync_id
+            if any(
+                o.run.sync_run_id == run.run.sync_run_id and o.run.sync_id != sync and o.batches
+                for o in self.open_runs
+            ):
+                reached("two syncs wrote runs of one number")
+            shapes = self.shapes.setdefault(sync, set())
+            shapes.update(shape(r) for r in records)
+            if len(shapes) > 1:
+                reached("payload fields changed between writes")
+            for name, happened in (
+                ("an append", any(r.operation == "append" for r in records)),
+                ("fields given apart from the payload", any(r.fields is not None for r in records)),
+                ("an oversized payload", any(oversized(r) for r in records)),
+                ("a non-ASCII payload", any(not r.record_payload.isascii() for r in records)),
+            ):
+                if happened:
+                    reached(name)
+            held = {r.record_identifier for rs in run.batches.values() for r in rs} - {None}
+            if self.restore_cap is not None and len(held) > SMALL_IDENTIFIER_CAP:
+                reached("a run past the run store's identifier cap")
+
+        def _expect(self, step: Callable[[], None]) -> Refused | None:
             try:
                 step()
             except Refused as exc:
+                reached("a run refused")
                 return exc
             return None
 
@@ -375,7 +501,8 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
                 return
             try:
                 step()
-            except InputError:
+            except InputError as exc:
+                assert refused.explains(str(exc)), f"expected {refused}, refused for: {exc}"
                 return
             raise AssertionError(f"synclog took what the model refuses: {refused}")
 
@@ -404,6 +531,19 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
     return LogMachine
 
 
+def _small_identifier_cap(cap: int) -> Callable[[], None]:
+    """Let the run store keep at most `cap` identifier hashes a run (`runstore.RUN_IDENTIFIERS`,
+    read by the driver), so a run of a few records goes past it as a run of 100,000 would; return
+    what puts the store's own cap back."""
+    kept = runstore.RUN_IDENTIFIERS
+    runstore.RUN_IDENTIFIERS = cap
+
+    def restore() -> None:
+        runstore.RUN_IDENTIFIERS = kept
+
+    return restore
+
+
 def _by_batch(records: list[Record]) -> dict[int, list[Record]]:
     batches: dict[int, list[Record]] = {}
     for r in records:
@@ -418,28 +558,75 @@ def profile() -> settings:
 
 def run_sequences(harness: Harness, examples: int | None = None) -> None:
     """Run the target's sequences: `$SYNCLOG_MODEL_SEQUENCES`, else `examples`, else the
-    profile's number. With `$SYNCLOG_MODEL_STATS` set, append how many ran, and whether they failed."""
+    profile's number; a derandomized profile's two thirds a fixed set, a third drawn fresh from a
+    seed (`$SYNCLOG_MODEL_SEED`, else a new one), which is printed and, on a failure, noted on it.
+    With `$SYNCLOG_MODEL_STATS` set, append what ran, and whether it failed."""
     chosen = profile()
     wanted = os.environ.get(EXAMPLES_ENV)
     count = int(wanted) if wanted else examples
     if count is not None:
         chosen = settings(chosen, max_examples=count)
+    drawn = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(2**32))
+    runs: list[tuple[settings, int | None]] = [(chosen, drawn)]
+    if chosen.derandomize:
+        fresh = max(1, chosen.max_examples // 3)
+        runs = [
+            (settings(chosen, max_examples=chosen.max_examples - fresh), None),
+            (settings(chosen, derandomize=False, max_examples=fresh), drawn),
+        ]
+    again = f"{SEED_ENV}={drawn} draws them again"
+    print(f"model sequences on {harness.url.split(':', 1)[0]}: fresh ones from seed {drawn} ({again})")
     started = time.perf_counter()
     failing, failure = 0, ""
     try:
-        run_state_machine_as_test(machine_for(harness), settings=chosen)
+        with with_observability_callback(_counting(harness)), _mask_key():
+            for each, fixed in runs:
+                machine = machine_for(harness)
+                run_state_machine_as_test(machine if fixed is None else seed(fixed)(machine), settings=each)
     except BaseException as exc:
         failing, failure = 1, " ".join([f"{type(exc).__name__}:", *str(exc).strip().splitlines()[:1]])
+        exc.add_note(f"The fresh sequences were drawn from seed {drawn}: {again}.")
         raise
     finally:
         stats = os.environ.get(STATS_ENV)
         if stats:
             line = {
                 "target": harness.url.split(":", 1)[0],
-                **harness.counted,
+                "sequences": harness.counted["sequences"],
+                "steps": harness.counted["steps"],
+                "situations": dict(sorted(harness.situations.items())),
+                "seed": drawn,
                 "failing": failing,
                 "failure": failure,
                 "seconds": round(time.perf_counter() - started, 1),
             }
             with open(stats, "a", encoding="utf-8") as out:
                 out.write(json.dumps(line) + "\n")
+
+
+def _counting(harness: Harness) -> Callable[[Any], None]:
+    """An observer of Hypothesis's test cases that counts, into `harness`, the sequences that ran
+    through (not those discarded or failing), their steps and the situations (events) they reached."""
+
+    def count(observation: Any) -> None:
+        if getattr(observation, "type", None) != "test_case" or observation.status != "passed":
+            return
+        harness.counted["sequences"] += 1
+        harness.counted["steps"] += harness.last_steps
+        harness.situations.update(name for name in observation.features if name in SITUATIONS)
+
+    return count
+
+
+@contextmanager
+def _mask_key() -> Iterator[None]:
+    """The key of the payload policies' HMAC masks in the environment, as a sync's would be."""
+    kept = os.environ.get(MASK_KEY_ENV)
+    os.environ[MASK_KEY_ENV] = MASK_KEY
+    try:
+        yield
+    finally:
+        if kept is None:
+            del os.environ[MASK_KEY_ENV]
+        else:
+            os.environ[MASK_KEY_ENV] = kept

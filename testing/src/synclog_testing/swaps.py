@@ -28,10 +28,12 @@ from synclog_testing.base import ConformanceBase
 
 DAY_1 = datetime(2026, 3, 1, 8, tzinfo=UTC)
 DAY_2 = datetime(2026, 3, 2, 9, tzinfo=UTC)
-FIRST = [("l1", 1, 10, 0, DAY_1), ("l2", 1, 10, 0, DAY_1), ("l3", 1, 10, 1, DAY_2), ("l4", 2, 20, 0, DAY_1)]
-"""(log_id, sync_id, sync_run_id, batch_number, batch_started_at) of the rows each test starts with."""
+FIRST = [("l1", 1, 10, 0, DAY_1), ("l2", 1, 10, 0, DAY_1), ("l3", 1, 10, 1, DAY_2), ("l4", 2, 10, 0, DAY_1)]
+"""(log_id, sync_id, sync_run_id, batch_number, batch_started_at) of the rows each test starts with:
+sync 2 numbers its runs as sync 1 does, so l4 shares run 10 and batch 0 with l1 and l2."""
 REPLACED = [("x", 1, 10, 0, DAY_1)]
-"""Batch 0 of run 10 again, with one row: l1 and l2 go, l3 (batch 1) and l4 (sync 2) stay."""
+"""Batch 0 of run 10 of sync 1 again, with one row: l1 and l2 go, l3 (batch 1) and l4 (sync 2's
+run 10) stay; a replace key without `sync_id` would take l4 too."""
 AFTER = ["l3", "l4", "x"]
 KEYED = [("k1", 417, 4170, 3, DAY_1), ("k2", 417, 4170, 3, DAY_2)]
 """Rows of keys no other row has (sync 417, run 4170, batch 3), to find among a swap's parameters."""
@@ -86,7 +88,7 @@ class SwapConformance(ConformanceBase):
         sql = self.sql_target(target)
         assert self.load(sql, spark, FIRST) == 4
         assert self.load(sql, spark, REPLACED) == 1
-        assert self.log_ids(sql) == AFTER
+        assert self.log_ids(sql) == AFTER, "the batch written again left rows it replaces"
         assert self.load(sql, spark, [], sync_id=1) == 0
         assert self.log_ids(sql) == ["l4"]
         assert self.load(sql, spark, [("y", 2, 21, 0, DAY_2)], sync_id=2) == 1
@@ -122,7 +124,7 @@ class SwapConformance(ConformanceBase):
         self.load(sql, spark, FIRST)
         self.load(sql, spark, REPLACED)
         assert self.log_ids(sql) == AFTER
-        self.load(sql, spark, [("y", 2, 20, 0, DAY_1)], sync_id=2)
+        self.load(sql, spark, [("y", 2, 10, 0, DAY_1)], sync_id=2)
         assert len(seen) == 3
         assert self.log_ids(sql) == ["l3", "x", "y"]
 
@@ -145,7 +147,7 @@ class SwapConformance(ConformanceBase):
         self.watch_swaps(sql, monkeypatch, replayed)
         self.load(sql, spark, FIRST)
         self.load(sql, spark, REPLACED)
-        self.load(sql, spark, [("y", 2, 20, 0, DAY_1)], sync_id=2)
+        self.load(sql, spark, [("y", 2, 10, 0, DAY_1)], sync_id=2)
         assert sent
         assert self.log_ids(sql) == ["l3", "x", "y"]
 

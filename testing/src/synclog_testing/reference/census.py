@@ -13,21 +13,23 @@ import json
 from typing import Any
 
 from synclog.model import Run, as_utc
+from synclog_testing.reference.payloads import fit_json
 from synclog_testing.reference.records import Logged
 
 ABORTED_MESSAGE = "Not attempted: the run ended before this record was sent"
 OPERATIONS = {"append": "create", "mirror": "upsert"}
 
 
-def sync_log_row(r: Logged, run: Run, *, run_metadata: bool) -> dict[str, Any]:
-    """The `sync_log` row of a record (without `_census_logged_at`, the time of the load)."""
+def sync_log_row(r: Logged, run: Run, *, run_metadata: bool, max_json_bytes: int | None) -> dict[str, Any]:
+    """The `sync_log` row of a record (without `_census_logged_at`, the time of the load), its
+    payload fitted to the target's JSON size limit."""
     record = r.record
     row: dict[str, Any] = {
         "log_id": r.log_id,
         "sync_id": r.sync_id,
         "sync_run_id": r.sync_run_id,
         "record_identifier": record.record_identifier,
-        "record_payload": record.record_payload,
+        "record_payload": fit_json(record.record_payload, max_json_bytes),
         "batch_started_at": as_utc(record.batch_started_at),
         "batch_completed_at": as_utc(record.batch_completed_at),
         "operation": OPERATIONS.get(record.operation, record.operation),

@@ -22,14 +22,36 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from synclog.model import Run, RunStatus, as_utc
+from synclog_testing.reference.payloads import fit_json
 from synclog_testing.reference.records import Logged, chosen_copy
 
 OPS = {"added": "add", "changed": "change", "removed": "remove"}
+
+
+class Refused(Exception):
+    """A run the model expects `SyncLog` to refuse with an InputError: it started before the run
+    its sync's snapshot holds last (`latest`)."""
+
+    def __init__(self, sync_id: int, sync_run_id: int, latest: int) -> None:
+        super().__init__(
+            f"sync {sync_id}: run {sync_run_id} started before run {latest}, which the snapshot holds"
+        )
+        self.sync_id, self.sync_run_id, self.latest = sync_id, sync_run_id, latest
+
+    def explains(self, message: str) -> bool:
+        """Whether an InputError's `message` gives this reason: this run of this sync, refused for
+        starting before the run `latest` that its hightouch snapshot holds (docs/analysts/layouts.md)."""
+        said = (
+            rf"^sync {self.sync_id}: run {self.sync_run_id} started at [^,]*, before run {self.latest} "
+            r"\([^)]*\), which its hightouch snapshot already holds"
+        )
+        return re.search(said, message) is not None
 
 
 def fields_hash(fields: str | None) -> str:
@@ -67,16 +89,19 @@ class SyncState:
     before_latest: dict[str, SnapshotRow | None] = field(default_factory=dict)
     """The rows that run touched, as they were before it (None: not in the snapshot)."""
 
-    def refuses(self, run: Run) -> str | None:
+    def refuses(self, run: Run) -> Refused | None:
         """Why `run` cannot be finished into these tables, or None."""
         if self.latest is None or self.latest[0] == run.sync_run_id:
             return None
         if as_utc(run.started_at) < self.latest[1]:
-            return f"run {run.sync_run_id} started before run {self.latest[0]}, which the snapshot holds"
+            return Refused(run.sync_id, run.sync_run_id, self.latest[0])
         return None
 
-    def finish(self, run: Run, records: list[Logged], *, fields_column: bool) -> None:
-        """Take the finished `run` whose records are `records`."""
+    def finish(
+        self, run: Run, records: list[Logged], *, fields_column: bool, max_json_bytes: int | None = None
+    ) -> None:
+        """Take the finished `run` whose records are `records` (their fields fitted to the target's
+        JSON size limit where logged; `fields_hash` is of the fields as given)."""
         replay = self.latest is not None and self.latest[0] == run.sync_run_id
         previous = dict(self.snapshot)
         if replay:
@@ -113,7 +138,7 @@ class SyncState:
                     "row_id": r.identifier,
                     "status": status,
                     "failure_reason": r.record.status_message if status == "failed" else None,
-                    "fields": r.fields,
+                    "fields": fit_json(r.fields, max_json_bytes),
                     "batch_started_at": as_utc(r.record.batch_started_at),
                     "invalid_reason": r.invalid_reason,
                     "error_code": r.error_code,
@@ -134,7 +159,7 @@ class SyncState:
                 op_type=state,
                 status=status,
                 failure_reason=chosen.record.status_message if status == "failed" else None,
-                fields=chosen.fields,
+                fields=fit_json(chosen.fields, max_json_bytes),
                 fields_hash=digest,
                 last_sync_run_id=run.sync_run_id,
                 invalid_reason=chosen.invalid_reason,

@@ -15,7 +15,10 @@ from the writer. The rules the layouts share:
   writes the hightouch layout, a run that started before the last run its snapshot holds is
   refused before anything of it is logged;
 - `cleanup(now)` removes census and changelog rows, and whole lake run folders, whose batch
-  started before the start of the UTC day `retention_days` before `now`.
+  started before the start of the UTC day `retention_days` before `now`;
+- a sync's payload policy rewrites its records and its runs' errors before anything else, and a
+  target's JSON size limit shortens the census payloads and hightouch fields it keeps
+  (`synclog_testing.reference.payloads`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from synclog.model import Run, RunStatus
-from synclog_testing.reference import census, hightouch, lake
+from synclog.privacy import PayloadPolicy
+from synclog_testing.reference import census, hightouch, lake, payloads
+from synclog_testing.reference.hightouch import Refused
 from synclog_testing.reference.records import (
     DEFAULT_ERROR_PATTERN,
     Logged,
@@ -38,10 +43,6 @@ from synclog_testing.reference.records import (
 
 RunKey = tuple[int, int]
 """(sync_id, sync_run_id): a run's identity (run ids are unique only within their sync)."""
-
-
-class Refused(Exception):
-    """What the model expects `SyncLog` to refuse with an InputError, and why."""
 
 
 @dataclass
@@ -64,6 +65,9 @@ class Layouts:
     """The census id columns and metadata tables (`Capabilities.run_metadata_columns`)."""
     fields_column: bool = True
     """hightouch's `fields` (`Capabilities.fields_column`)."""
+    max_json_bytes: int | None = None
+    """The longest JSON value the census payload and the hightouch fields hold whole
+    (`Capabilities.max_json_bytes`)."""
 
 
 class ReferenceLog:
@@ -75,11 +79,17 @@ class ReferenceLog:
         retention_days: int = 7,
         per_sync: Mapping[int, int] | None = None,
         error_pattern: str = DEFAULT_ERROR_PATTERN,
+        policies: Mapping[int, PayloadPolicy] | None = None,
+        mask_key: bytes | None = None,
     ) -> None:
         self.layouts = layouts
         self.retention_days = retention_days
         self.per_sync = dict(per_sync or {})
         self.error_pattern = error_pattern
+        self.policies = dict(policies or {})
+        """Each sync's payload policy (none: everything is logged as given)."""
+        self.mask_key = mask_key
+        """The key of the policies' HMAC masks."""
         self.up = True
         self._store: dict[RunKey, _Kept] = {}
         self._census: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
@@ -94,6 +104,7 @@ class ReferenceLog:
 
     def write(self, run: Run, records: Sequence[Record]) -> None:
         """`SyncLog.write`: keep the batches, then load them (and what of the run waited)."""
+        run, records = self._as_logged(run, records)
         key = (run.sync_id, run.sync_run_id)
         if key not in self._store:
             self._check_order(run)
@@ -112,6 +123,7 @@ class ReferenceLog:
 
     def finish(self, run: Run) -> None:
         """`SyncLog.finish`: flag identifiers several batches hold, then load the whole run."""
+        run, _ = self._as_logged(run, ())
         key = (run.sync_id, run.sync_run_id)
         kept = self._store.get(key)
         if kept is None:
@@ -133,7 +145,7 @@ class ReferenceLog:
         if self.up:
             refusal = self._complete(kept)
             if refusal is not None:
-                raise Refused(refusal)
+                raise refusal
 
     def write_run(self, run: Run, records: Sequence[Record]) -> None:
         """`SyncLog.write_run`: `write`, then `finish`."""
@@ -223,14 +235,29 @@ class ReferenceLog:
 
     # -- loading ---------------------------------------------------------------------------------
 
-    def _check_order(self, run: Run) -> None:
-        """Refuse a run older than its sync's snapshot (checked where the target answers)."""
+    def _as_logged(self, run: Run, records: Sequence[Record]) -> tuple[Run, list[Record]]:
+        """`run` and `records` as the sync's payload policy lets them be logged."""
+        policy = self.policies.get(run.sync_id)
+        if policy is None:
+            return run, list(records)
+        run = replace(run, error=payloads.redacted(policy, run.error))
+        return run, [payloads.masked(policy, self.mask_key, r) for r in records]
+
+    def refusal(self, run: Run) -> Refused | None:
+        """Why a write of `run` is refused before its records are read, or None: a run the store
+        does not keep yet that is older than its sync's snapshot (checked where the target answers)."""
+        if (run.sync_id, run.sync_run_id) in self._store:
+            return None
         if "hightouch" not in self.layouts.names or not self.up:
-            return
+            return None
         state = self._hightouch.get(run.sync_id)
-        reason = state.refuses(run) if state is not None else None
-        if reason is not None:
-            raise Refused(reason)
+        return state.refuses(run) if state is not None else None
+
+    def _check_order(self, run: Run) -> None:
+        """Raise the refusal of `run`, if it has one."""
+        refusal = self.refusal(run)
+        if refusal is not None:
+            raise refusal
 
     def _load_batches(self, kept: _Kept) -> None:
         run = kept.run
@@ -238,7 +265,13 @@ class ReferenceLog:
             records = kept.batches.get(number, [])
             if "census" in self.layouts.names:
                 self._census[(run.sync_id, run.sync_run_id, number)] = [
-                    census.sync_log_row(r, run, run_metadata=self.layouts.run_metadata) for r in records
+                    census.sync_log_row(
+                        r,
+                        run,
+                        run_metadata=self.layouts.run_metadata,
+                        max_json_bytes=self.layouts.max_json_bytes,
+                    )
+                    for r in records
                 ]
                 self._census_facts(run)
             if "lake" in self.layouts.names:
@@ -250,7 +283,7 @@ class ReferenceLog:
                     self._lake_files.setdefault(lake.record_file(run, r), []).append(lake.record_row(r))
         kept.pending.clear()
 
-    def _complete(self, kept: _Kept) -> str | None:
+    def _complete(self, kept: _Kept) -> Refused | None:
         """Load the whole finished run and forget it; or say why it is refused (it stays kept)."""
         run = kept.run
         self._load_batches(kept)
@@ -260,7 +293,12 @@ class ReferenceLog:
             reason = state.refuses(run)
             if reason is not None:
                 return reason
-            state.finish(run, records, fields_column=self.layouts.fields_column)
+            state.finish(
+                run,
+                records,
+                fields_column=self.layouts.fields_column,
+                max_json_bytes=self.layouts.max_json_bytes,
+            )
         if "census" in self.layouts.names:
             self._census_facts(run)
             self._census_runs[(run.sync_id, run.sync_run_id)] = census.runs_row(run)
