@@ -54,6 +54,7 @@ from synclog.targets.sql_statements import Statement
 from synclog.tracking import RecordQuery, RunQuery, Tracked, find_records, find_runs, find_syncs
 from synclog.writer import SyncLog
 from synclog_testing.base import ConformanceBase
+from synclog_testing.crash_points import CrashConformance
 from synclog_testing.factories import (
     REJECTION,
     make_records,
@@ -799,6 +800,7 @@ class ModelConformance(ConformanceBase):
 
 class PortableConformance(
     ModelConformance,
+    CrashConformance,
     NamingAndDdlConformance,
     WritesConformance,
     SwapConformance,

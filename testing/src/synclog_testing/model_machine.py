@@ -71,7 +71,7 @@ from synclog_testing.model_records import (
     shape,
 )
 from synclog_testing.reference import Layouts, Record, ReferenceLog, Refused
-from synclog_testing.reference.observed import differences, expected, lake_tables, sql_tables
+from synclog_testing.reference.observed import differences, expected, observed_tables
 
 PROFILE_ENV = "SYNCLOG_MODEL_PROFILE"
 EXAMPLES_ENV = "SYNCLOG_MODEL_SEQUENCES"
@@ -511,22 +511,9 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
             return (run.sync_id, run.sync_run_id)
 
         def _observed(self, names: list[str]) -> dict[str, Any]:
-            if harness.lake_root is not None:
-                fs, root = harness.lake_root()
-                folders = [f"sync_tracking_datasets/{s.org_id}/{s.sync_id}" for s in self.syncs]
-                facts = [
-                    f"metadata/{s.org_id}/{table}/{object_id}.parquet"
-                    for s in self.syncs
-                    for table, object_id in zip(
-                        ("source_objects", "destinations", "destination_objects"),
-                        (s.object_ids[1], s.object_ids[2], s.object_ids[3]),
-                        strict=True,
-                    )
-                ]
-                return lake_tables(fs, root, folders, facts)
-            ids = [i for s in self.syncs for i in s.object_ids]
-            syncs = [s.sync_id for s in self.syncs]
-            return sql_tables(harness.target, names, syncs, ids, harness.partition_columns)
+            syncs = [(s.org_id, s.sync_id, s.object_ids) for s in self.syncs]
+            lake = None if harness.lake_root is None else harness.lake_root()
+            return observed_tables(harness.target, names, syncs, harness.partition_columns, lake)
 
     return LogMachine
 

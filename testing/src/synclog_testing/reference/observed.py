@@ -176,6 +176,29 @@ def lake_tables(
     return found
 
 
+def observed_tables(
+    target: Target,
+    names: Iterable[str],
+    syncs: Sequence[tuple[int, int, Sequence[int]]],
+    partition_columns: Collection[str] = (),
+    lake_root: tuple[pafs.FileSystem, str] | None = None,
+) -> dict[str, Rows]:
+    """What `target` holds of `syncs`, each (org_id, sync_id, its object ids: the source, the
+    source object, the destination, the destination object): the SQL tables `names`, or, given
+    the lake's filesystem and root, the lake's run folders and fact files."""
+    if lake_root is not None:
+        fs, root = lake_root
+        folders = [f"sync_tracking_datasets/{org}/{sync}" for org, sync, _ in syncs]
+        facts = [
+            f"metadata/{org}/{table}/{object_id}.parquet"
+            for org, _, ids in syncs
+            for table, object_id in zip(FACTS, ids[1:4], strict=True)
+        ]
+        return lake_tables(fs, root, folders, facts)
+    ids = [i for _, _, object_ids in syncs for i in object_ids]
+    return sql_tables(target, names, [sync for _, sync, _ in syncs], ids, partition_columns)
+
+
 def differences(expected: Mapping[str, Rows], observed: Mapping[str, Rows]) -> list[str]:
     """Per table, the rows only the model has and the rows only the target has."""
     lines = []
