@@ -212,14 +212,11 @@ class SqlTarget(Target):
             existing = self.existing_columns(relation)
             if existing is None:
                 client.execute(dialect.create_table_sql(relation, table))
-                self._record_version(versions, table, table.columns)
             else:
                 folded = {name.lower() for name in existing}
-                missing = [c for c in table.columns if c.name.lower() not in folded]
-                for column in missing:
+                for column in [c for c in table.columns if c.name.lower() not in folded]:
                     client.execute(sql.add_column(relation.render(), dialect.column_sql(column)))
-                if missing:
-                    self._record_version(versions, table, missing)
+            self._record_version(versions, table)
             if table.view and self.capabilities.views:
                 self.ensure_view(self.relation(table, table.view), relation, table)
         self.sweep_stages([self.relation(self.table_spec(t)) for t in tables])
@@ -253,13 +250,23 @@ class SqlTarget(Target):
         self.client.execute(self.dialect.create_table_sql(versions, VERSIONS))
         return versions
 
-    def _record_version(self, versions: Relation, table: TableSpec, added: Sequence[Column]) -> None:
-        """One row of `synclog_versions`, through `SqlClient.insert_rows` (rows' one path in)."""
+    def _record_version(self, versions: Relation, table: TableSpec) -> None:
+        """One row of `synclog_versions` for the columns of `table` it records no version of yet
+        (a table just created, columns just added, or DDL whose row a writer that stopped in
+        between never recorded: the DDL and its row are statements apart), through
+        `SqlClient.insert_rows` (rows' one path in); none when every column is recorded."""
         q, p = self.dialect.quote, self.dialect.placeholder
         name = self.capabilities.casefold.apply(table.name)
-        latest = sql.max_where_equal(versions.render(), q("version"), q("table_name"), p)
-        version = (self.client.fetch(latest, [name])[0][0] or 0) + 1
-        row = [name, version, ",".join(c.name for c in added), datetime.now(UTC)]
+        recorded = sql.select_where_equal(
+            versions.render(), [q("version"), q("added_columns")], q("table_name"), p
+        )
+        rows = self.client.fetch(recorded, [name])
+        known = {c.lower() for _, added in rows for c in str(added or "").split(",") if c}
+        added = [c.name for c in table.columns if c.name.lower() not in known]
+        if not added:
+            return
+        version = max((int(v) for v, _ in rows), default=0) + 1
+        row = [name, version, ",".join(added), datetime.now(UTC)]
         self.client.insert_rows(versions.render(), [q(c) for c in VERSIONS.column_names()], [row])
 
     # -- the load protocol -------------------------------------------------------------------

@@ -93,13 +93,9 @@ def count_rows(relation: str) -> str:
     return f"SELECT COUNT(*) FROM {relation}"
 
 
-def max_where_equal(relation: str, column: str, key: str, placeholder: str) -> str:
-    """`SELECT MAX(column) FROM relation WHERE key = p`."""
-    return f"SELECT MAX({column}) FROM {relation} WHERE {key} = {placeholder}"
-
-
 def select_where_equal(relation: str, expressions: Sequence[str], key: str, placeholder: str) -> str:
-    """`SELECT expression, … FROM relation WHERE key = p` (a read-back of one sync)."""
+    """`SELECT expression, … FROM relation WHERE key = p` (a read-back of one sync, the versions
+    of one table)."""
     return f"SELECT {_listed(expressions)} FROM {relation} WHERE {key} = {placeholder}"
 
 
