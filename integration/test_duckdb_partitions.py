@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness.duckdb_partitions import (
@@ -39,12 +40,14 @@ from synclog.targets.keys import Keys
 from synclog.targets.rows import Rows
 from synclog.targets.sql_statements import Statement
 from synclog.targets.swaps.choice import OwnSwap
+from synclog.targets.swaps.partition_replace import Partitioning, PartitionValue
 from synclog.targets.tables import TableSpec
 from synclog.urls import TargetURL
 from synclog_testing.conformance import (
     PortableConformance,
     WritesConformance,
 )
+from synclog_testing.crash_points import CrashSite, run_crash_points
 from synclog_testing.outage import Outage, file_outage
 from synclog_testing.swaps import DAY_1, DAY_2, SwapConformance, captured, log_rows
 
@@ -195,6 +198,66 @@ class _NoTransaction(DuckDBTarget):
     def run_swap(self, statements: Sequence[Statement]) -> None:
         for sql, params in statements:
             self.client.execute(sql, params)
+
+
+class _DropsThenInsertsADay(PartitionedDuckDB):
+    """A swap that is not atomic: a day's new rows are put together in a scratch table, then the
+    day is dropped and the scratch rows inserted, two statements apart (rows gone if the writer
+    dies in between)."""
+
+    def replace_partition(
+        self,
+        relation: Relation,
+        partitioning: Partitioning | None,
+        value: PartitionValue,
+        rows: str,
+        params: Sequence[Any],
+    ) -> list[Statement]:
+        steps = super().replace_partition(relation, partitioning, value, rows, params)
+        replaced = _REPLACE_STEP.match(steps[-1][0])
+        assert replaced is not None, steps[-1][0]
+        where, scratch = replaced["where"] or "1 = 1", replaced["scratch"]
+        return [
+            *steps[:-1],
+            (f"DELETE FROM {relation.render()} AS t WHERE {where}", steps[-1][1]),
+            (f"INSERT INTO {relation.render()} SELECT * FROM {scratch}", ()),
+        ]
+
+
+_REPLACE_STEP = re.compile(
+    r"^REPLACE (?:PARTITION OF|TABLE) \S+ (?:WHERE (?P<where>.+) )?FROM (?P<scratch>\S+)$", re.S
+)
+
+
+def test_a_crash_between_the_steps_of_a_partition_swap_fails_one_that_is_not_atomic(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    """The crash-point test (a negative control): a day dropped, then inserted, loses the other
+    sync's rows of that day when the writer dies in between; the flush cannot bring them back."""
+    url = TargetURL.parse(f"{SCHEME}:///{tmp_path / 'wrong.duckdb'}")
+    check_target_class(_DropsThenInsertsADay.__name__, _DropsThenInsertsADay, CAPABILITIES)
+    site = CrashSite(
+        str(url),
+        lambda settings: _DropsThenInsertsADay(url, settings, CAPABILITIES),
+        TargetSettings(),
+        Location.parse(str(tmp_path / "storage")),
+        spark,
+        tmp_path,
+    )
+    log = SYNC_LOG.name
+
+    def between(seen: list[str]) -> list[int]:
+        return [
+            at
+            for at, what in enumerate(seen)
+            if what.startswith("after execute_bound DELETE") and log in what
+        ][:1]
+
+    lost = r"the log tables differ from the reference model:\ncensus\.sync_log: missing x1: .*'kept-0-"
+    with pytest.raises(
+        AssertionError, match=r"after a crash at boundary \d+ \(after execute_bound DELETE .*\), " + lost
+    ):
+        run_crash_points(site, between)
 
 
 def _open(kind: type[DuckDBTarget], tmp_path: Path) -> DuckDBTarget:

@@ -177,7 +177,8 @@ def run_crash_points(site: CrashSite, pick: Pick | None = None, sample: int = 2)
             _trial(site, plan, at, now, seen[at])
         except AssertionError as exc:
             failures.append(str(exc))
-    assert not failures, "\n\n".join(failures)
+    if failures:
+        raise AssertionError("\n\n".join(failures))
 
 
 def drawn(sample: int) -> Pick:
@@ -239,14 +240,15 @@ def _trial(site: CrashSite, plan: CrashPlan, at: int | None, now: datetime, what
             log.flush()
             if again:
                 log.cleanup(now)
-            assert not log.spool.every(), f"after {where}, runs still wait for the target"
+            if log.spool.every():
+                raise AssertionError(f"after {where}, runs still wait for the target")
         want = expected(scenario.model().tables([s for _, s, _ in scenario.syncs()]))
         lake = _lake_root(plain)
         got = observed_tables(plain, list(want), scenario.syncs(), site.partition_columns, lake)
         problems = differences(want, got) + versions_problems(plain, site.partition_columns)
-        assert not problems, f"after {where}, the log tables differ from the reference model:\n" + "\n".join(
-            problems[:30]
-        )
+        if problems:
+            lines = "\n".join(problems[:30])
+            raise AssertionError(f"after {where}, the log tables differ from the reference model:\n{lines}")
         return seen
     finally:
         plain.close()
