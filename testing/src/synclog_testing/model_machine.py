@@ -59,6 +59,7 @@ from synclog.loading.drain import Outcome, load_tick
 from synclog.loading.tick import choose
 from synclog.model import Behaviour, Connection, DestinationObject, Run, RunStatus, SourceObject
 from synclog.plugins.manager import registry
+from synclog.privacy import PayloadPolicy
 from synclog.storage import runstore
 from synclog.storage.location import Location
 from synclog.storage.queue import LOADER, LoadQueue, Queued, target_key
@@ -460,23 +461,37 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
         def _set_up(self, data: st.DataObject) -> None:
             """Draw what the target and the syncs are like for this sequence (a JSON size limit,
             the run store's identifier cap, a payload policy of the third sync, non-ASCII
-            identifiers), then open the log and make the model alike."""
+            identifiers), then `set_up` with it."""
             json_limit = data.draw(st.sampled_from((None, SMALL_JSON_BYTES)), "JSON size limit")
-            limits = [b for b in (caps.max_json_bytes, json_limit) if b is not None]
-            self.caps = replace(caps, max_json_bytes=min(limits)) if limits else caps
             if json_limit is not None:
                 reached("a small JSON size limit")
-            if data.draw(st.booleans(), "a small identifier cap"):
-                self.restore_cap = _small_identifier_cap(SMALL_IDENTIFIER_CAP)
+            small_cap = data.draw(st.booleans(), "a small identifier cap")
             policy = data.draw(st.sampled_from((None, None, *POLICIES)), "payload policy")
-            self.identifiers = data.draw(st.sampled_from((ASCII, ASCII, UNICODE)), "identifiers")
-            if self.identifiers is UNICODE:
+            identifiers = data.draw(st.sampled_from((ASCII, ASCII, UNICODE)), "identifiers")
+            if identifiers is UNICODE:
                 reached("non-ASCII identifiers")
+            if policy is not None:
+                reached("a payload policy")
+            self.set_up(json_limit, small_cap, policy, identifiers)
+
+        def set_up(
+            self,
+            json_limit: int | None = None,
+            small_cap: bool = False,
+            policy: PayloadPolicy | None = None,
+            identifiers: tuple[str, ...] = ASCII,
+        ) -> None:
+            """Open the log and make the model alike, for a target and syncs like this (by
+            default: the target's own JSON limit and identifier cap, no policy, ASCII)."""
+            limits = [b for b in (caps.max_json_bytes, json_limit) if b is not None]
+            self.caps = replace(caps, max_json_bytes=min(limits)) if limits else caps
+            if small_cap:
+                self.restore_cap = _small_identifier_cap(SMALL_IDENTIFIER_CAP)
+            self.identifiers = identifiers
             per_sync = {self.syncs[1].sync_id: SHORT_RETENTION_DAYS}
             settings = {s: SyncSettings(layouts=caps.layouts, retention_days=d) for s, d in per_sync.items()}
             policies = {}
             if policy is not None:
-                reached("a payload policy")
                 policies[self.syncs[2].sync_id] = policy
                 settings[self.syncs[2].sync_id] = SyncSettings(layouts=caps.layouts, policy=policy)
             config = Config(
