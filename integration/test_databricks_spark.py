@@ -172,6 +172,7 @@ class TestDatabricksInCluster(TargetConformance):
         sync). The tables then hold what the model says, read as the model test reads them."""
         machine = machine_for(self.model_harness(target, target_url, storage, spark))()
         try:
+            machine.set_up()
             first, second = machine.syncs[:2]
             started = datetime(2026, 3, 2, 9, tzinfo=UTC)
             ended = replace(

@@ -149,7 +149,7 @@ def test_the_demo_and_runs_answer_or_say_what_is_missing_in_one_line(
     answers (its SQL needs neither)."""
     url = f"{SCHEME}:///{tmp_path / 'demo.duckdb'}"
     now = datetime(2026, 3, 1, 8, tzinfo=UTC).isoformat()
-    assert main(["demo", "--scale", "0.01", "--days", "2", "--now", now, "--target", url]) == 0
+    assert main(["demo", "--scale", "0.01", "--days", "1", "--now", now, "--target", url]) == 0
     printed = capsys.readouterr().out
     segment = printed.split("Who entered and who left the segment", 1)[1].split("\n\n", 1)[0]
     assert segment.splitlines()[1:] == [

@@ -265,16 +265,18 @@ def test_closing_out_of_time_leaves_the_rest_queued(
     assert in_queue(tmp_path) == [((1,), False)]  # for the next writer or `flush`
 
 
-def test_a_refused_run_is_kept_for_flush_and_logged_nowhere(tmp_path: Path, spark: SparkSession) -> None:
+def test_a_refused_run_is_logged_nowhere_and_said_so(tmp_path: Path, spark: SparkSession) -> None:
     """Runs are ordered by their start: a run that started before the run the sync's hightouch
     snapshot holds is refused as a whole, behind the engine as in place. Its batches are refused
-    (nothing reaches census), its end stays in the run store with the reason (not queued again),
-    and `flush` names it; the later run's rows, its `synclog_runs` row among them, stay as they were."""
+    (nothing reaches census, their records are kept apart), its end is refused and said so, and
+    nothing of it waits for `flush`; the later run's rows, its `synclog_runs` row among them, stay
+    as they were."""
     url, config = where(tmp_path)
     config = replace(config, defaults=SyncSettings(layouts=("census", "hightouch")))
     later = replace(RUN, sync_run_id=2, status=RunStatus.PARTIAL)
     earlier = replace(RUN, sync_run_id=3, started_at=RUN.started_at - timedelta(hours=1))
-    with BackgroundLog.open(url, config, spark) as log:
+    warnings: list[str] = []
+    with BackgroundLog.open(url, config, spark, progress=warnings.append) as log:
         for n in range(3):
             log.write(later, batch(n))
         assert log.finish(later).wait().statuses["succeeded"] == 22
@@ -289,8 +291,8 @@ def test_a_refused_run_is_kept_for_flush_and_logged_nowhere(tmp_path: Path, spar
         assert log.log.target.client.fetch(LOGGED.replace("log_id,", "sync_run_id, log_id,")) == before
         assert log.log.target.client.fetch(runs) == [(1234, 2, "partial")]
         assert log.log.target.client.fetch("SELECT sync_run_id FROM hightouch_audit.sync_runs") == [(2,)]
-        assert in_queue(tmp_path) == []  # its end is kept as a refused run, not queued
+        assert in_queue(tmp_path) == []
+    ended = [w for w in warnings if w.startswith("warning: the end of run 3 of sync 1234 refused: ")]
+    assert len(ended) == 1 and "before run 2" in ended[0]
     with SyncLog.open(url, config, spark) as log:
-        (kept,) = log.flush()
-        assert (kept.run.sync_run_id, kept.finished) == (3, True)
-        assert kept.refused is not None and "before run 2" in kept.refused
+        assert log.flush() == []

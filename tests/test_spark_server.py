@@ -65,7 +65,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     yield {**clean, "HOME": str(tmp_path)}
     with contextlib.suppress(SynclogError):  # whatever the test did, no loader outlives it
-        process.stop(lease_for(Location.parse(str(tmp_path / ".synclog")), TargetURL.parse(LOADED)))
+        loaded = TargetURL.parse(f"duckdb:///{tmp_path / 'loaded.duckdb'}")  # as its folder names it
+        process.stop(lease_for(Location.parse(str(tmp_path / ".synclog")), loaded))
     spark_server.stop()  # … nor the server
 
 

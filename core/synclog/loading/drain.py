@@ -8,8 +8,9 @@ load finds reaches the engine through the item's `Outcome`:
 - a write whose values break a rule is refused: its records move to `<storage>/refused/…`
   (`synclog.storage.refused`), one line names its batches, the rule and that place (a warning,
   a `refused_batch` notice, the write's `WriteResult.wait`, its run's `RunResult.refused`);
-- a run a layout refuses has each write refused so, and its end is kept, refused, in the run
-  store for `flush` to name (`RunResult.wait` raises the InputError);
+- a run a layout refuses has each write refused so, and its end too, as `SyncLog.finish`
+  refuses it (a warning says so, and `RunResult.wait` raises the InputError): where the run
+  store holds batches of it from before, they stay there, refused, for `flush` to name;
 - anything else (a bug, Spark gone) is raised: the tick's items stay queued, in order.
 """
 
@@ -56,8 +57,10 @@ def load_tick(log: SyncLog, queue: LoadQueue, refusals: Refusals, tick: Tick) ->
         outcomes.append(Outcome(write.item, result))
     ended = log.finish_all([end.run for end in tick.ends])
     for end, done in zip(tick.ends, ended, strict=True):
-        if isinstance(done, InputError):  # a refused run's end stays in the run store, for `flush`
-            log.spool.mark(end.run, (), finished=True, refused=str(done))
+        if isinstance(done, InputError):
+            log.progress(
+                f"warning: the end of run {end.run.sync_run_id} of sync {end.run.sync_id} refused: {done}"
+            )
         else:
             done = RunResult(done.statuses, done.loaded, done.pending, refusals.of(end.run))
         queue.remove(end.item)

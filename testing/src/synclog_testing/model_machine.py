@@ -8,9 +8,13 @@ and repeated identifiers within and across batches; as dicts, pandas or Arrow; p
 fields change between writes, some oversized or non-ASCII; see `synclog_testing.model_records`),
 write a batch again (also into another day), finish a run as succeeded or failed, write a whole
 run at once or again, a write the contract refuses, the target going down and coming back
-(`flush`), time moving on, and retention. A sequence may give its target a small JSON size limit,
-the run store a small identifier cap, and its third sync a payload policy. A failure shrinks to a
-minimal sequence, printed as the steps that reproduce it.
+(`flush`), time moving on, and retention; and, as engines that a loader serves do, batches and
+ends of runs queued (`synclog.storage.queue`), the loader loading what is queued, in ticks
+(`synclog.loading`: many runs' writes in one job), and the loader killed in the middle of a tick
+and started again (the model takes what was queued, in the order it was queued, once). A
+sequence may give its target a small JSON size limit, the run store a small identifier cap, and
+its third sync a payload policy. A failure shrinks to a minimal sequence, printed as the steps
+that reproduce it.
 
 Sequences share the target (each has syncs of its own) and each has storage of its own, so
 a sequence costs its steps, not a new warehouse. How many run: the Hypothesis profile named by
@@ -48,12 +52,19 @@ from hypothesis.stateful import (
 )
 from pyspark.sql import SparkSession
 
+from synclog.batches import as_arrow
 from synclog.config import Config, SyncSettings
 from synclog.errors import InputError, TargetError
+from synclog.loading.drain import Outcome, load_tick
+from synclog.loading.tick import choose
 from synclog.model import Behaviour, Connection, DestinationObject, Run, RunStatus, SourceObject
 from synclog.plugins.manager import registry
+from synclog.privacy import PayloadPolicy
 from synclog.storage import runstore
 from synclog.storage.location import Location
+from synclog.storage.queue import LOADER, LoadQueue, Queued, target_key
+from synclog.storage.refused import Refusals
+from synclog.storage.runstore import RunStore
 from synclog.targets.base import Target, TargetSettings
 from synclog.targets.connector import Connector
 from synclog.writer import SyncLog
@@ -126,6 +137,8 @@ SITUATIONS = (
     "non-ASCII identifiers",
     "a payload policy",
     "a run past the run store's identifier cap",
+    "a loader loaded queued batches",
+    "a loader was killed in a tick and started again",
 )
 """What a sequence may reach, each a Hypothesis event: `$SYNCLOG_MODEL_STATS` counts the sequences
 that reached each (bench/SOAK.md)."""
@@ -216,6 +229,13 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
     now = datetime.now(UTC).replace(microsecond=0)
 
     class LogMachine(RuleBasedStateMachine):
+        log: SyncLog
+        config: Config
+        queue: LoadQueue
+        queued: dict[Queued, tuple[OpenRun, list[Record] | Run]]
+        """What engines that a loader serves queued, not drained yet: each item's run and its
+        records (a write) or the run as it ended (an end)."""
+
         def __init__(self) -> None:
             super().__init__()
             base = random.Random(next(harness.numbered)).randrange(10**6, 10**9) * 10  # syncs of its own
@@ -288,12 +308,7 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
         @rule(data=st.data(), status=st.sampled_from((RunStatus.SUCCEEDED, RunStatus.FAILED)))
         def finish(self, data: st.DataObject, status: RunStatus) -> None:
             run = data.draw(st.sampled_from(self._unfinished()), "run")
-            ended = replace(
-                run.run,
-                status=status,
-                finished_at=run.run.started_at + timedelta(minutes=30),
-                error="destination unreachable" if status is RunStatus.FAILED else None,
-            )
+            ended = _ended(run.run, status)
             refused = self._expect(lambda: self.model.finish(ended))
             self._outcome(refused, lambda: self.log.finish(ended))
             if refused is None:
@@ -338,6 +353,58 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
                     assert refused.explains(str(exc)), f"expected {refused}, refused for: {exc}"
             else:
                 raise AssertionError("a record with status 'exploded' was logged")
+
+        @precondition(lambda self: self._unfinished())
+        @rule(data=st.data())
+        def queue_batches(self, data: st.DataObject) -> None:
+            """An engine that a loader serves hands batches over: queued now, logged by a drain."""
+            run = data.draw(st.sampled_from(self._unfinished()), "run")
+            numbers = data.draw(st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True), "batches")
+            records = data.draw(batches_of(run.run, sorted(numbers), self.identifiers), "records")
+            item = self.queue.put(run.run, as_arrow(self._handed_over(records, data)), LOADER)
+            self.queued[item] = (run, records)
+
+        @precondition(lambda self: self._unfinished())
+        @rule(data=st.data(), status=st.sampled_from((RunStatus.SUCCEEDED, RunStatus.FAILED)))
+        def queue_the_end(self, data: st.DataObject, status: RunStatus) -> None:
+            """An engine that a loader serves hands a run's end over: no more writes of it follow."""
+            run = data.draw(st.sampled_from(self._unfinished()), "run")
+            ended = _ended(run.run, status)
+            self.queued[self.queue.put_end(ended, LOADER)] = (run, ended)
+            run.finished = True  # the engine is done with it; a refusal at the drain opens it again
+
+        @precondition(lambda self: self.queued)
+        @rule()
+        def the_loader_drains_the_queue(self) -> None:
+            """The loader loads what is queued, tick by tick; the model takes it in queue order."""
+            reached("a loader loaded queued batches")
+            self._drain()
+
+        @precondition(lambda self: self.queued)
+        @rule(point=st.sampled_from(sorted(KILL_POINTS)))
+        def the_loader_is_killed_in_a_tick_and_started_again(self, point: str) -> None:
+            """The loader dies at `point` of its first tick (nothing of that tick is told or
+            undone); a new loader, with a log of its own, loads the queue from where it is."""
+            reached("a loader was killed in a tick and started again")
+            owner, name = KILL_POINTS[point]
+            original = getattr(owner, name)
+
+            def killed(*args: Any, **kwargs: Any) -> Any:
+                original(*args, **kwargs)
+                raise _LoaderKilled(point)
+
+            setattr(owner, name, killed)
+            try:
+                self._tick()
+            except _LoaderKilled:
+                pass
+            finally:
+                setattr(owner, name, original)
+            self.log.close()
+            self.log = SyncLog(
+                Connector(harness.target.url, self.caps, self._open), self.config, harness.spark
+            )
+            self._drain()
 
         @precondition(lambda self: not self.down)
         @rule()
@@ -394,23 +461,37 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
         def _set_up(self, data: st.DataObject) -> None:
             """Draw what the target and the syncs are like for this sequence (a JSON size limit,
             the run store's identifier cap, a payload policy of the third sync, non-ASCII
-            identifiers), then open the log and make the model alike."""
+            identifiers), then `set_up` with it."""
             json_limit = data.draw(st.sampled_from((None, SMALL_JSON_BYTES)), "JSON size limit")
-            limits = [b for b in (caps.max_json_bytes, json_limit) if b is not None]
-            self.caps = replace(caps, max_json_bytes=min(limits)) if limits else caps
             if json_limit is not None:
                 reached("a small JSON size limit")
-            if data.draw(st.booleans(), "a small identifier cap"):
-                self.restore_cap = _small_identifier_cap(SMALL_IDENTIFIER_CAP)
+            small_cap = data.draw(st.booleans(), "a small identifier cap")
             policy = data.draw(st.sampled_from((None, None, *POLICIES)), "payload policy")
-            self.identifiers = data.draw(st.sampled_from((ASCII, ASCII, UNICODE)), "identifiers")
-            if self.identifiers is UNICODE:
+            identifiers = data.draw(st.sampled_from((ASCII, ASCII, UNICODE)), "identifiers")
+            if identifiers is UNICODE:
                 reached("non-ASCII identifiers")
+            if policy is not None:
+                reached("a payload policy")
+            self.set_up(json_limit, small_cap, policy, identifiers)
+
+        def set_up(
+            self,
+            json_limit: int | None = None,
+            small_cap: bool = False,
+            policy: PayloadPolicy | None = None,
+            identifiers: tuple[str, ...] = ASCII,
+        ) -> None:
+            """Open the log and make the model alike, for a target and syncs like this (by
+            default: the target's own JSON limit and identifier cap, no policy, ASCII)."""
+            limits = [b for b in (caps.max_json_bytes, json_limit) if b is not None]
+            self.caps = replace(caps, max_json_bytes=min(limits)) if limits else caps
+            if small_cap:
+                self.restore_cap = _small_identifier_cap(SMALL_IDENTIFIER_CAP)
+            self.identifiers = identifiers
             per_sync = {self.syncs[1].sync_id: SHORT_RETENTION_DAYS}
             settings = {s: SyncSettings(layouts=caps.layouts, retention_days=d) for s, d in per_sync.items()}
             policies = {}
             if policy is not None:
-                reached("a payload policy")
                 policies[self.syncs[2].sync_id] = policy
                 settings[self.syncs[2].sync_id] = SyncSettings(layouts=caps.layouts, policy=policy)
             config = Config(
@@ -425,7 +506,48 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
                 max_json_bytes=self.caps.max_json_bytes,
             )
             self.model = ReferenceLog(layouts, RETENTION_DAYS, per_sync, policies=policies, mask_key=KEY)
-            self.log = SyncLog(Connector(harness.target.url, self.caps, self._open), config, harness.spark)
+            self.config = config
+            self.log: SyncLog = SyncLog(
+                Connector(harness.target.url, self.caps, self._open), config, harness.spark
+            )
+            self.queue: LoadQueue = LoadQueue(self.storage, target_key(self.log.url))
+            self.queued: dict[Queued, tuple[OpenRun, list[Record] | Run]] = {}
+            """What engines that a loader serves queued, not drained yet: each item's run and its
+            records (a write) or the run as it ended (an end)."""
+
+        def _tick(self) -> list[Outcome]:
+            """One tick of the loader over the whole queue."""
+            tick = choose(self.queue, self.queue.items(), lambda _: True)
+            return load_tick(self.log, self.queue, Refusals(self.storage), tick) if tick else []
+
+        def _drain(self) -> None:
+            """Ticks until the queue is empty; then the model takes every queued item, in the
+            order it was queued, and each item's outcome must be what the model made of it."""
+            outcomes: dict[Queued, Outcome] = {}
+            while self.queue.items():
+                outcomes.update((o.item, o) for o in self._tick())
+            for item in sorted(self.queued):
+                run, given = self.queued.pop(item)
+                if isinstance(given, Run):
+                    refused = self._expect(lambda: self.model.finish(given))  # noqa: B023
+                    if refused is None:
+                        run.run = given
+                    else:
+                        run.finished = False
+                else:
+                    refused = self._expect(lambda: self.model.write(run.run, given))  # noqa: B023
+                    if refused is None:
+                        self._wrote(run, given)
+                told = outcomes.get(item)
+                if told is None:  # loaded before a kill took the loader: the model had it the same
+                    continue
+                if refused is None:
+                    assert not isinstance(told.result, InputError), (
+                        f"the loader refused {item}: {told.result}"
+                    )
+                else:
+                    assert isinstance(told.result, InputError), f"the loader took {item}: {refused}"
+                    assert refused.explains(_reason(str(told.result))), f"expected {refused}: {told.result}"
 
         def _start(self, sync: int, number: int, data: st.DataObject) -> OpenRun:
             """Run `number` of a sync: the one started already, else a new one (at any time of the
@@ -516,6 +638,34 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
             return observed_tables(harness.target, names, syncs, harness.partition_columns, lake)
 
     return LogMachine
+
+
+class _LoaderKilled(BaseException):
+    """The loader's process ends here (a SIGKILL): nothing after it runs, no handler takes it."""
+
+
+KILL_POINTS: dict[str, tuple[type, str]] = {
+    "the run store has a write's batches, no table has them": (RunStore, "commit_write"),
+    "the tables have a write, the queue still holds it": (LoadQueue, "remove"),
+    "a run is finished and forgotten, its end still queued": (RunStore, "drop"),
+}
+"""Where a loader may die in a tick: after the named method of the class returns."""
+
+
+def _ended(run: Run, status: RunStatus) -> Run:
+    """`run` as it ended with `status` half an hour after it started."""
+    return replace(
+        run,
+        status=status,
+        finished_at=run.started_at + timedelta(minutes=30),
+        error="destination unreachable" if status is RunStatus.FAILED else None,
+    )
+
+
+def _reason(line: str) -> str:
+    """The InputError within a loader's line of a refused write (`batch … refused: <why>; its
+    records are in …`)."""
+    return line.split(" refused: ", 1)[-1].rsplit("; its records are in ", 1)[0]
 
 
 def _small_identifier_cap(cap: int) -> Callable[[], None]:

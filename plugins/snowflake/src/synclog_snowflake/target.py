@@ -148,9 +148,8 @@ class SnowflakeTarget(SqlTarget, FileLoader):
     def _has_database(self) -> bool:
         """Whether the database exists (SHOW, not CREATE … IF NOT EXISTS: see FAKESNOW_NOTES)."""
         if not self._database_exists:
-            names, rows = self._answer("SHOW DATABASES")
             wanted = self.capabilities.casefold.apply(self.settings.database or "")
-            self._database_exists = any(row[names.index("name")] == wanted for row in rows)
+            self._database_exists = any(row["name"] == wanted for row in self._answer("SHOW DATABASES"))
         return self._database_exists
 
     # -- loading: PUT the staged files, COPY them into a transient table ---------------------
@@ -190,15 +189,15 @@ class SnowflakeTarget(SqlTarget, FileLoader):
     def _copy(self, sql: str) -> int:
         """The rows a COPY loaded, by its answer: 0 where it loaded no file (one row of text, as a
         COPY that the connector replayed answers; the core counts the stage then)."""
-        names, rows = self._answer(sql)
-        if "rows_loaded" not in names:
-            return 0
-        return sum(int(row[names.index("rows_loaded")]) for row in rows)
+        rows = self._answer(sql)
+        return sum(int(row["rows_loaded"]) for row in rows if "rows_loaded" in row)
 
-    def _answer(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """The (lower-case) column names and rows a statement answers with."""
-        with self.client.cursor(sql) as cursor:
-            return [d[0].lower() for d in cursor.description], [tuple(row) for row in cursor.fetchall()]
+    def _answer(self, sql: str) -> list[dict[str, Any]]:
+        """The rows a statement answers with, by lower-case column name (through the client's
+        `query`, as every statement goes through the client)."""
+        return [
+            {name.lower(): value for name, value in row.items()} for row in self.client.query(sql).to_pylist()
+        ]
 
     def _file_stage(self, relation: Relation) -> Relation:
         stage = relation.with_name(FILE_STAGE)
