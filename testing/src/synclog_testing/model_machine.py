@@ -281,9 +281,7 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
         @precondition(lambda self: self._unfinished())
         @rule(data=st.data())
         def write_batches(self, data: st.DataObject) -> None:
-            run = data.draw(st.sampled_from(self._unfinished()), "run")
-            numbers = data.draw(st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True), "batches")
-            records = data.draw(batches_of(run.run, sorted(numbers), self.identifiers), "records")
+            run, records = self._drawn_batches(data)
             self._write(run, records, data)
 
         @precondition(lambda self: self._unfinished(written=True))
@@ -358,9 +356,7 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
         @rule(data=st.data())
         def queue_batches(self, data: st.DataObject) -> None:
             """An engine that a loader serves hands batches over: queued now, logged by a drain."""
-            run = data.draw(st.sampled_from(self._unfinished()), "run")
-            numbers = data.draw(st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True), "batches")
-            records = data.draw(batches_of(run.run, sorted(numbers), self.identifiers), "records")
+            run, records = self._drawn_batches(data)
             item = self.queue.put(run.run, as_arrow(self._handed_over(records, data)), LOADER)
             self.queued[item] = (run, records)
 
@@ -457,6 +453,13 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
             assert sorted(kept) == sorted(self.model.pending())
 
         # -- helpers -------------------------------------------------------------------------------
+
+        def _drawn_batches(self, data: st.DataObject) -> tuple[OpenRun, list[Record]]:
+            """An unfinished run and one or two of its batches' records, drawn."""
+            run = data.draw(st.sampled_from(self._unfinished()), "run")
+            numbers = data.draw(st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True), "batches")
+            records = data.draw(batches_of(run.run, sorted(numbers), self.identifiers), "records")
+            return run, records
 
         def _set_up(self, data: st.DataObject) -> None:
             """Draw what the target and the syncs are like for this sequence (a JSON size limit,
