@@ -18,6 +18,7 @@ plan's state is a small file, so the Spark executors' calls count and fail alike
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import posixpath
@@ -99,16 +100,30 @@ class CrashPlan:
                 state["down"] = True
                 raise error(f"{what}: the connection was lost ({CRASH_MARK} {number})")
 
-    def call(self, what: str, step: Callable[[], T], error: Callable[[str], Exception] = TargetError) -> T:
-        """`step()` between its two boundaries (one pair however many calls it makes inside)."""
+    def call(
+        self,
+        what: str,
+        step: Callable[[], T],
+        error: Callable[[str], Exception] = TargetError,
+        lost: Callable[[T], object] | None = None,
+    ) -> T:
+        """`step()` between its two boundaries (one pair however many calls it makes inside).
+        Where the after-boundary fails, `lost(result)` ends what the call opened, as the warehouse
+        ends a session whose connection is gone (its open load rolled back, its locks let go)."""
         if _depth() > 0:
-            if self.down:
+            if self.down and not _server_side():
                 raise error(f"{what}: the connection is gone ({CRASH_MARK})")
             return step()
         self.boundary(f"before {what}", error)
         with _inside():
             result = step()
-        self.boundary(f"after {what}", error)
+        try:
+            self.boundary(f"after {what}", error)
+        except BaseException:
+            if lost is not None:
+                with _as_the_server():
+                    lost(result)
+            raise
         return result
 
     @contextmanager
@@ -141,6 +156,22 @@ _LOCAL = threading.local()
 
 def _depth() -> int:
     return int(getattr(_LOCAL, "depth", 0))
+
+
+def _server_side() -> bool:
+    return bool(getattr(_LOCAL, "server", False))
+
+
+@contextmanager
+def _as_the_server() -> Iterator[None]:
+    """Calls made in the block are the warehouse's own, never failed: what it does when a
+    session's connection is gone (its open transaction rolled back, its open load aborted)."""
+    _LOCAL.server = True
+    try:
+        with _inside():
+            yield
+    finally:
+        _LOCAL.server = False
 
 
 @contextmanager
@@ -225,8 +256,9 @@ def _wrap_cursor(client: Any, plan: CrashPlan) -> None:
 
 
 def _wrap_transaction(client: Any, plan: CrashPlan) -> None:
-    """BEGIN and COMMIT as calls of their own: a crash before COMMIT rolls the block back (the
-    error raised inside it), one after COMMIT loses only its acknowledgement."""
+    """BEGIN and COMMIT as calls of their own: a crash after BEGIN, inside the block or before
+    COMMIT rolls the block back (as the warehouse does when the session's connection is gone,
+    so nothing stays open there); one after COMMIT loses only its acknowledgement."""
     original = client.transaction
 
     @contextmanager
@@ -236,12 +268,18 @@ def _wrap_transaction(client: Any, plan: CrashPlan) -> None:
                 yield
             return
         opened: AbstractContextManager[None] = original()
-        plan.call("BEGIN", opened.__enter__)
+
+        def rolled_back(_: object) -> None:
+            lost = TargetError(f"the connection was lost ({CRASH_MARK})")
+            with contextlib.suppress(TargetError):
+                opened.__exit__(TargetError, lost, None)
+
+        plan.call("BEGIN", opened.__enter__, lost=rolled_back)
         try:
             yield
             plan.boundary("before COMMIT")
         except BaseException as exc:
-            with _inside():
+            with _as_the_server():
                 if not opened.__exit__(type(exc), exc, exc.__traceback__):
                     raise
             return
@@ -282,9 +320,12 @@ class CrashingStageWriter:
 
     def open(self, part: int) -> TaskStage:
         plan = CrashPlan(self.plan_path)
-        return _CrashingTaskStage(
-            plan.call(f"stage load of task {part} opened", lambda: self.writer.open(part)), plan, part
+        opened = plan.call(
+            f"stage load of task {part} opened",
+            lambda: self.writer.open(part),
+            lost=lambda stage: stage.abort(),
         )
+        return _CrashingTaskStage(opened, plan, part)
 
 
 class _CrashingTaskStage:
@@ -295,7 +336,19 @@ class _CrashingTaskStage:
         self.stage.write(batch)
 
     def close(self) -> list[str]:
-        return self.plan.call(f"stage load of task {self.part} committed", self.stage.close)
+        closed = False
+
+        def close() -> list[str]:
+            nonlocal closed
+            closed = True
+            return self.stage.close()
+
+        try:
+            return self.plan.call(f"stage load of task {self.part} committed", close)
+        except BaseException:
+            if not closed:  # the load never reached its commit: the warehouse rolls it back
+                self.stage.abort()
+            raise
 
     def abort(self) -> None:
         self.stage.abort()
