@@ -112,7 +112,8 @@ def test_a_table_whose_column_was_added_by_a_writer_that_stopped_before_its_vers
     plan.heal()
     target = open_duckdb(tmp_path)
     try:
-        assert [c.lower() for c in target.existing_columns(target.relation(SYNC_LOG)) or ()][-1] == "error_code"
+        columns = [c.lower() for c in target.existing_columns(target.relation(SYNC_LOG)) or ()]
+        assert columns[-1] == "error_code"
         target.ensure([SYNC_LOG])
         assert versions_problems(target) == []
         versions = target.relation(SYNC_LOG).with_name("synclog_versions").render()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -49,7 +50,10 @@ from synclog_testing.reference import Layouts, Record, ReferenceLog
 from synclog_testing.reference.observed import differences, expected, observed_tables
 
 POINTS_ENV = "SYNCLOG_CRASH_POINTS"
-"""`all`: a trial at every boundary; a number: that many boundaries drawn (else the class's)."""
+"""`all`: a trial at every boundary; a number: that many boundaries drawn (else the class's);
+`at:61,369`: those boundaries (a failure's message names its boundary)."""
+PART_ENV = "SYNCLOG_CRASH_PART"
+"""`k/n` with `all`: only every n-th boundary from the k-th (1-based), a sweep run in n parts."""
 SEED_ENV = "SYNCLOG_CRASH_SEED"
 """The seed the drawn boundaries come from (else a new one each run, printed)."""
 RETENTION_DAYS = 7
@@ -171,12 +175,17 @@ def run_crash_points(site: CrashSite, pick: Pick | None = None, sample: int = 2)
     plan = CrashPlan.create(site.folder)
     now = datetime.now(UTC).replace(microsecond=0)
     seen = _trial(site, plan, None, now)
+    print(f"crash points: the dry pass saw {len(seen)} boundaries", flush=True)
     failures = []
-    for at in (pick or drawn(sample))(seen):
+    chosen = (pick or drawn(sample))(seen)
+    for done, at in enumerate(chosen, 1):
+        started = time.monotonic()
         try:
             _trial(site, plan, at, now, seen[at])
         except AssertionError as exc:
             failures.append(str(exc))
+        took = time.monotonic() - started
+        print(f"crash trial {done} of {len(chosen)}: boundary {at} ({seen[at]}), {took:.1f} s", flush=True)
     if failures:
         raise AssertionError("\n\n".join(failures))
 
@@ -191,7 +200,10 @@ def drawn(sample: int) -> Pick:
 
     def pick(seen: list[str]) -> list[int]:
         if wanted == "all":
-            return list(range(len(seen)))
+            part, parts = map(int, os.environ.get(PART_ENV, "1/1").split("/"))
+            return list(range(part - 1, len(seen), parts))
+        if wanted.startswith("at:"):
+            return [int(at) for at in wanted[3:].split(",") if at.strip()]
         changes = [at for at, what in enumerate(seen) if changed(what)]
         chosen = sorted(random.Random(seed).sample(changes, min(int(wanted or sample), len(changes))))
         again = f"{SEED_ENV}={seed} draws them again"
