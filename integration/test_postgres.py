@@ -75,6 +75,8 @@ def partition_days(target: Target) -> list[str]:
 
 
 class TestPostgres(PortableConformance):  # PostgreSQL has no QUALIFY
+    crash_calls = ("sweep_stages",)  # the orphaned stages' sweep talks to the connection itself
+
     @pytest.fixture
     def synclog_target_url(self, postgres: PostgresServer) -> Iterator[str]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"
