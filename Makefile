@@ -58,9 +58,10 @@ bench: $(STAMP) $(DBT_STAMP)  ## Postgres writeback vs plain COPY, Spark JDBC an
 	$(BIN)/python bench/diff_bench.py
 	$(BIN)/python bench/swap_bench.py
 
-faults: $(STAMP)  ## injected faults on every target (the clouds on their stand-ins), loaders killed while they load, and eight concurrent writers (bench/FAULTS.md)
+faults: $(STAMP)  ## injected faults on every target (the clouds on their stand-ins), loaders killed while they load, and eight concurrent writers (bench/FAULTS.md); a crash at every statement boundary of every target (bench/CRASHES.md; CRASH_ARGS="--targets duckdb --part 1/4 --add" for a part)
 	./scripts/system-deps.sh
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
+	$(BIN)/python bench/crash_sweep.py $(CRASH_ARGS)
 
 soak: $(STAMP)  ## the model tests at length: 2,000 random sequences each on DuckDB, PostgreSQL, the lake and SQLite, 200 on each cloud stand-in (bench/SOAK.md); SOAK_ARGS="--targets duckdb --sequences 100 --add" for a part
 	./scripts/system-deps.sh

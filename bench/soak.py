@@ -37,24 +37,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from suite_targets import CLASSES, LOCAL, node  # noqa: E402
+
 ROOT = HERE.parent
 TEST = "test_log_tables_follow_the_reference_model"
-TARGETS: dict[str, tuple[str, dict[str, str]]] = {
-    "duckdb": (f"integration/test_duckdb.py::TestDuckDB::{TEST}", {}),
-    "postgres": (f"integration/test_postgres.py::TestPostgres::{TEST}", {}),
-    "lake": (f"integration/test_lake.py::TestLakeConformance::{TEST}", {}),
-    "sqlite": (f"examples/synclog-sqlite/tests/test_sqlite_conformance.py::TestSqlite::{TEST}", {}),
-    "snowflake": (f"integration/test_snowflake.py::TestSnowflake::{TEST}", {}),
-    "bigquery": (f"integration/test_bigquery.py::TestBigQuery::{TEST}", {}),
-    "redshift": (f"integration/test_redshift.py::TestRedshift::{TEST}", {}),
-    "databricks": (f"integration/test_databricks.py::TestDatabricksWarehouse::{TEST}", {}),
-    "databricks-cluster": (
-        f"integration/test_databricks_spark.py::TestDatabricksInCluster::{TEST}",
-        {"SYNCLOG_DATABRICKS_SPARK": "1"},
-    ),
-}
-LOCAL = ("duckdb", "postgres", "lake", "sqlite")
-"""Targets on this machine's own databases; the others run on the clouds' stand-ins."""
+TARGETS = {name: node(name, TEST) for name in CLASSES}
 SECONDS_PER_SEQUENCE = {"local": 60, "stand-in": 240}
 """A chunk's time limit per sequence: past it the chunk is stuck, or the machine too busy, and
 stops (usual: 3-10 s on this machine's databases, 8-45 s on the stand-ins, more beside other work)."""
