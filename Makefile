@@ -63,7 +63,7 @@ faults: $(STAMP)  ## injected faults on every target (the clouds on their stand-
 	$(BIN)/python bench/faults.py $(FAULTS_ARGS)
 	$(BIN)/python bench/crash_sweep.py $(CRASH_ARGS)
 
-soak: $(STAMP)  ## the model tests at length: 2,000 random sequences each on DuckDB, PostgreSQL, the lake and SQLite, 200 on each cloud stand-in (bench/SOAK.md); SOAK_ARGS="--targets duckdb --sequences 100 --add" for a part
+soak: $(STAMP)  ## the model tests at length: 2,000 random sequences each on DuckDB, PostgreSQL, the lake, DuckDB without transactions and SQLite, 200 on each cloud stand-in (bench/SOAK.md); SOAK_ARGS="--targets duckdb --sequences 100 --add" for a part
 	./scripts/system-deps.sh
 	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 

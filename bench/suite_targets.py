@@ -7,6 +7,7 @@ CLASSES: dict[str, tuple[str, dict[str, str]]] = {
     "duckdb": ("integration/test_duckdb.py::TestDuckDB", {}),
     "postgres": ("integration/test_postgres.py::TestPostgres", {}),
     "lake": ("integration/test_lake.py::TestLakeConformance", {}),
+    "duckdb-partitions": ("integration/test_duckdb_partitions.py::TestPartitionedDuckDB", {}),
     "sqlite": ("examples/synclog-sqlite/tests/test_sqlite_conformance.py::TestSqlite", {}),
     "snowflake": ("integration/test_snowflake.py::TestSnowflake", {}),
     "bigquery": ("integration/test_bigquery.py::TestBigQuery", {}),
@@ -17,8 +18,9 @@ CLASSES: dict[str, tuple[str, dict[str, str]]] = {
         {"SYNCLOG_DATABRICKS_SPARK": "1"},
     ),
 }
-LOCAL = ("duckdb", "postgres", "lake", "sqlite")
-"""Targets on this machine's own databases; the others run on the clouds' stand-ins."""
+LOCAL = ("duckdb", "postgres", "lake", "duckdb-partitions", "sqlite")
+"""Targets on this machine's own databases; the others run on the clouds' stand-ins
+(`duckdb-partitions` is DuckDB as a warehouse without transactions: partition replace)."""
 
 
 def node(target: str, test: str) -> tuple[str, dict[str, str]]:
