@@ -89,6 +89,7 @@ class TestDatabricksInCluster(TargetConformance):
     """The conformance suite on `databricks+spark://census` (Parquet tables, partition overwrite)."""
 
     model_examples = 4  # sequences in make test: about 45 s each on a loaded machine (make soak runs more)
+    crash_sample = 1  # crash trials in make test: about 40 s each here (make faults runs all)
 
     seed_names = {
         "CENSUS.CENSUS.SYNC_LOG": "census.census.sync_log",
