@@ -10,7 +10,9 @@ reference model. A trial's line is printed as it ends.
     python bench/crash_sweep.py --targets bigquery --part 2/4 --add
 
 `--part k/n` runs every n-th boundary from the k-th (a long sweep in parts; the report's rows of
-one target's parts add up). `--add` keeps the report's earlier runs and adds this one below them.
+one target's parts add up). `--until HH:MM` (UTC) stops there and counts the trials that ended.
+`--add` keeps the report's earlier runs and adds this one below them; the report is written after
+each target.
 A failing target's output is kept in bench/crash-logs/.
 """
 
@@ -24,7 +26,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -36,7 +38,7 @@ ROOT = HERE.parent
 TEST = "test_a_crash_at_any_statement_loses_and_doubles_nothing"
 REPORT = HERE / "CRASHES.md"
 LOGS = HERE / "crash-logs"
-TRIAL = re.compile(r"^crash trial (\d+) of (\d+): boundary (\d+) \((.*)\), ([\d.]+) s$")
+TRIAL = re.compile(r"^crash trial (\d+) of (\d+): boundary (\d+) \((.*)\) (passed|FAILED), ([\d.]+) s$")
 
 
 @dataclass
@@ -47,7 +49,10 @@ class Swept:
     part: str
     boundaries: int = 0
     trials: int = 0
+    failed: int = 0
     outcome: str = "passed"
+    """passed, FAILED (a trial's tables differed from the model), error (the test could not run)
+    or stopped (at `--until`: its trials that ended are counted)."""
     seconds: float = 0.0
     log: str = ""
 
@@ -57,14 +62,16 @@ class Swept:
             self.part,
             f"{self.boundaries:,}",
             f"{self.trials:,}",
+            f"{self.failed:,}",
             self.outcome,
             f"{self.seconds:,.0f}",
         )
         return "| " + " | ".join(cells) + " |"
 
 
-def sweep(name: str, part: str) -> Swept:
-    """Run `name`'s crash-point test at every boundary of `part`; what ran, and how it ended."""
+def sweep(name: str, part: str, until: datetime | None) -> Swept:
+    """Run `name`'s crash-point test at every boundary of `part` (stopped at `until`); what ran,
+    and how it ended."""
     test, env = node(name, TEST)
     done = Swept(name, part)
     run_env = {**os.environ, **env, "SYNCLOG_CRASH_POINTS": "all", "SYNCLOG_CRASH_PART": part}
@@ -81,13 +88,17 @@ def sweep(name: str, part: str) -> Swept:
             trial = TRIAL.match(line.strip())
             if trial:
                 done.trials = int(trial[1])
+                done.failed += trial[5] == "FAILED"
                 print(f"{name}: {line.strip()}", flush=True)
+                if until is not None and datetime.now(UTC) >= until:
+                    done.outcome = "stopped"
+                    process.terminate()
     done.seconds = time.perf_counter() - started
     text = "".join(output)
     dry = re.search(r"the dry pass saw (\d+) boundaries", text)
     done.boundaries = int(dry[1]) if dry else 0
-    if process.returncode != 0:
-        done.outcome = "FAILED" if "AssertionError" in text else "error"
+    if done.failed or (process.returncode != 0 and done.outcome != "stopped"):
+        done.outcome = "FAILED" if done.failed else "error"
         LOGS.mkdir(exist_ok=True)
         log = LOGS / f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%S}.txt"
         log.write_text(text, encoding="utf-8")
@@ -107,8 +118,8 @@ def report(rows: list[Swept]) -> str:
         "",
         f"`{quoted}`",
         "",
-        "| target | part | boundaries | trials | outcome | seconds |",
-        "|---|---|---:|---:|---|---:|",
+        "| target | part | boundaries | trials | failed | outcome | seconds |",
+        "|---|---|---:|---:|---:|---|---:|",
         *(row.row() for row in rows),
     ]
     lines += [f"\n{row.target}: its output: `{row.log}`." for row in rows if row.log]
@@ -128,6 +139,16 @@ HEADER = (
 )
 
 
+def deadline(text: str | None) -> datetime | None:
+    """The next `HH:MM` UTC (tomorrow's when today's has passed), or None."""
+    if not text:
+        return None
+    hour, minute = map(int, text.split(":"))
+    now = datetime.now(UTC)
+    at = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    return at + timedelta(days=1) if at <= now else at
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -136,6 +157,7 @@ def main() -> int:
         "--targets", default=",".join(CLASSES), help=f"comma-separated, of {', '.join(CLASSES)}"
     )
     parser.add_argument("--part", default="1/1", help="k/n: every n-th boundary from the k-th (default 1/1)")
+    parser.add_argument("--until", help="HH:MM UTC (the next such time): stop there, counting what ran")
     parser.add_argument("--add", action="store_true", help="keep the report's earlier runs")
     parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
@@ -147,14 +169,19 @@ def main() -> int:
         args.part.split("/")[1]
     ):
         parser.error(f"--part {args.part!r}: k/n with 1 <= k <= n")
-    rows = [sweep(name, args.part) for name in names]
+    until = deadline(args.until)
     earlier = ""
     if args.add and args.report.exists():
         text = args.report.read_text(encoding="utf-8")
         earlier = text[text.index("## Run of") :] if "## Run of" in text else ""
     kept = earlier.rstrip() + "\n\n" if earlier else ""
-    args.report.write_text(HEADER + "\n" + kept + report(rows), encoding="utf-8")
-    print(f"wrote {args.report}")
+    rows: list[Swept] = []
+    for name in names:
+        if until is not None and datetime.now(UTC) >= until:
+            break
+        rows.append(sweep(name, args.part, until))
+        args.report.write_text(HEADER + "\n" + kept + report(rows), encoding="utf-8")
+        print(f"wrote {args.report}", flush=True)
     return 1 if any(row.outcome != "passed" for row in rows) else 0
 
 

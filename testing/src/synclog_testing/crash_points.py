@@ -179,13 +179,17 @@ def run_crash_points(site: CrashSite, pick: Pick | None = None, sample: int = 2)
     failures = []
     chosen = (pick or drawn(sample))(seen)
     for done, at in enumerate(chosen, 1):
-        started = time.monotonic()
+        started, outcome = time.monotonic(), "passed"
         try:
             _trial(site, plan, at, now, seen[at])
         except AssertionError as exc:
             failures.append(str(exc))
+            outcome = "FAILED"
         took = time.monotonic() - started
-        print(f"crash trial {done} of {len(chosen)}: boundary {at} ({seen[at]}), {took:.1f} s", flush=True)
+        print(
+            f"crash trial {done} of {len(chosen)}: boundary {at} ({seen[at]}) {outcome}, {took:.1f} s",
+            flush=True,
+        )
     if failures:
         raise AssertionError("\n\n".join(failures))
 
