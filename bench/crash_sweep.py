@@ -21,18 +21,17 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from suite_targets import CLASSES, node  # noqa: E402
+from suite_runs import CLASSES, deadline, earlier_runs, node, run_heading  # noqa: E402
 
 ROOT = HERE.parent
 TEST = "test_a_crash_at_any_statement_loses_and_doubles_nothing"
@@ -109,14 +108,8 @@ def sweep(name: str, part: str, until: datetime | None) -> Swept:
 
 def report(rows: list[Swept]) -> str:
     """This run's section of CRASHES.md."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    quoted = shlex.join(["python", "bench/crash_sweep.py", *sys.argv[1:]])
     lines = [
-        f"## Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC at {commit or 'an unknown commit'}",
-        "",
-        f"`{quoted}`",
+        *run_heading("bench/crash_sweep.py"),
         "",
         "| target | part | boundaries | trials | failed | outcome | seconds |",
         "|---|---|---:|---:|---:|---|---:|",
@@ -137,16 +130,6 @@ HEADER = (
     "run (all of a part's boundaries when it passed). A run's section is named by the time it "
     "ended.\n"
 )
-
-
-def deadline(text: str | None) -> datetime | None:
-    """The next `HH:MM` UTC (tomorrow's when today's has passed), or None."""
-    if not text:
-        return None
-    hour, minute = map(int, text.split(":"))
-    now = datetime.now(UTC)
-    at = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
-    return at + timedelta(days=1) if at <= now else at
 
 
 def main() -> int:
@@ -170,11 +153,7 @@ def main() -> int:
     ):
         parser.error(f"--part {args.part!r}: k/n with 1 <= k <= n")
     until = deadline(args.until)
-    earlier = ""
-    if args.add and args.report.exists():
-        text = args.report.read_text(encoding="utf-8")
-        earlier = text[text.index("## Run of") :] if "## Run of" in text else ""
-    kept = earlier.rstrip() + "\n\n" if earlier else ""
+    kept = earlier_runs(args.report, args.add)
     rows: list[Swept] = []
     for name in names:
         if until is not None and datetime.now(UTC) >= until:

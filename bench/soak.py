@@ -26,20 +26,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from suite_targets import CLASSES, LOCAL, node  # noqa: E402
+from suite_runs import CLASSES, LOCAL, deadline, earlier_runs, node, run_heading  # noqa: E402
 
 ROOT = HERE.parent
 TEST = "test_log_tables_follow_the_reference_model"
@@ -137,14 +136,10 @@ def failing(output: str, lines: list[dict[str, object]]) -> str:
 
 def report(rows: list[Soaked], args: argparse.Namespace) -> str:
     """This run's section of SOAK.md."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    quoted = shlex.join(["python", "bench/soak.py", *sys.argv[1:]])
+    *heading, command = run_heading("bench/soak.py")
     lines = [
-        f"## Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC at {commit or 'an unknown commit'}",
-        "",
-        f"`{quoted}`: profile `soak`, chunks of {args.chunk} sequences (one pytest process each).",
+        *heading,
+        f"{command}: profile `soak`, chunks of {args.chunk} sequences (one pytest process each).",
         "",
         "| target | sequences | steps | failing | seconds |",
         "|---|---|---|---|---|",
@@ -193,12 +188,7 @@ def main() -> int:
     unknown = sorted(set(names) - set(TARGETS))
     if unknown:
         parser.error(f"unknown target {unknown[0]!r}")
-    until = None
-    if args.until:
-        hour, minute = map(int, args.until.split(":"))
-        now = datetime.now(UTC)
-        until = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
-        until += timedelta(days=1) if until <= now else timedelta()  # past midnight: tomorrow's
+    until = deadline(args.until)
     rows = []
     for name in names:
         wanted = args.sequences if name in LOCAL else args.cloud_sequences
@@ -215,11 +205,7 @@ def main() -> int:
         "table counts the sequences that reached each situation. A run's section is named by the "
         "time it ended.\n"
     )
-    earlier = ""
-    if args.add and args.report.exists():
-        text = args.report.read_text(encoding="utf-8")
-        earlier = text[text.index("## Run of") :] if "## Run of" in text else ""
-    kept = earlier.rstrip() + "\n\n" if earlier else ""
+    kept = earlier_runs(args.report, args.add)
     args.report.write_text(header + "\n" + kept + report(rows, args), encoding="utf-8")
     print(f"wrote {args.report}")
     return 1 if any(row.failing != "0" for row in rows) else 0
