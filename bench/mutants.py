@@ -10,10 +10,12 @@ whatever happens (`finally`; SIGTERM and Ctrl-C too). It refuses to start while 
 mutate differs from git's HEAD, so it never restores over someone's edits, and a run killed
 outright (SIGKILL) leaves a file `git checkout -- FILE` restores.
 
-The fast suite (`SUITE`), cheapest first so most mutants die early: the core's unit tests that
-run in seconds, then the DuckDB conformance suite, its model test (the reference model against
-random sequences, CI's Hypothesis profile, fresh sequences from a fixed seed) last. The suite runs
-once unmutated first: a suite that fails alone would make every mutant look killed.
+The fast suite (`SUITE`), ordered so most mutants die early: the unit tests without Spark, the
+DuckDB model test (the reference model against random sequences; CI's Hypothesis profile, fresh
+sequences from a fixed seed, a failure not shrunk), the core's other unit tests that run in
+seconds, then the rest of the DuckDB conformance suite; the test that killed a mutant in the
+previous run (`MUTANTS.json`) goes first. The suite runs once unmutated first: a suite that fails
+alone would make every mutant look killed.
 
     python bench/mutants.py                              # every mutant, rewrites MUTANTS.md
     python bench/mutants.py --only log-id-without-run,retention-at-cutoff --timeout 600
@@ -50,26 +52,32 @@ ROOT = HERE.parent
 MUTANTS = HERE / "mutants.toml"
 RESULTS = HERE / "MUTANTS.json"
 REPORT = HERE / "MUTANTS.md"
+MODEL_TEST = "integration/test_duckdb.py::TestDuckDB::test_log_tables_follow_the_reference_model"
 SUITE = (
     "tests/test_runs_in_code.py",
     "tests/test_config_and_names.py",
+    MODEL_TEST,
     "tests/test_load_protocol.py",
-    "tests/test_sql_hooks.py",
-    "tests/test_batches.py",
     "tests/test_canonical.py",
-    "tests/test_input_contract.py",
-    "tests/test_read_rows.py",
-    "tests/test_lake_target.py",
     "tests/test_lake_layout.py",
     "tests/test_outage.py",
     "tests/test_duplicates_across_batches.py",
+    "tests/test_sql_hooks.py",
+    "tests/test_batches.py",
+    "tests/test_input_contract.py",
+    "tests/test_read_rows.py",
+    "tests/test_lake_target.py",
     "tests/test_loader.py",
     "tests/test_background.py",
     "integration/test_duckdb.py",
 )
-"""The fast suite, in the order it runs (cheap first); the model test runs last (`LAST`)."""
-LAST = ("test_log_tables_follow_the_reference_model",)
-"""Tests moved to the end of the suite: the model test takes a minute, and most mutants die first."""
+"""The fast suite, in the order it runs: the unit tests without Spark, then the model test (it
+compares every table with the reference model after every step of random sequences, so it kills
+most bugs of the write path, and without shrinking its first failure ends it), then the unit tests
+with Spark, then the rest of the DuckDB conformance suite."""
+FIRST_ENV = "SYNCLOG_MUTANTS_FIRST"
+"""The test that killed the mutant in the last run (`MUTANTS.json`), run first: where it still
+kills, the suite ends after it."""
 MODEL_SEED = "20261129"
 """The model test's fresh sequences are drawn from this seed: every mutant meets the same ones."""
 DEFAULT_TIMEOUT_S = 1200
@@ -110,8 +118,16 @@ def load_mutants(path: Path = MUTANTS) -> list[Mutant]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """(As a pytest plugin, `-p mutants`) move the `LAST` tests to the end, keeping the order."""
-    items.sort(key=lambda item: any(name in item.nodeid for name in LAST))
+    """(As a pytest plugin, `-p mutants`) order the tests as `SUITE` does, the test `FIRST_ENV`
+    names first."""
+    first = os.environ.get(FIRST_ENV)
+
+    def rank(item: pytest.Item) -> int:
+        if first and item.nodeid.split("[")[0] == first:
+            return -1
+        return next((n for n, part in enumerate(SUITE) if item.nodeid.startswith(part)), len(SUITE))
+
+    items.sort(key=rank)
 
 
 # -- applying a mutant --------------------------------------------------------------------------
@@ -169,19 +185,21 @@ class SuiteRun:
     returncode: int
 
 
-def run_suite(timeout: float, log: Path) -> SuiteRun:
+def run_suite(timeout: float, log: Path, first: str = "") -> SuiteRun:
     """The fast suite, stopping at its first failure; which test failed first, and how many ran.
     Runs in a process group of its own (Spark's JVM and workers inside), ended whole on timeout
     or interruption."""
     junit = log.with_suffix(".xml")
-    command = [sys.executable, "-m", "pytest", *SUITE, "-x", "-q", "-p", "no:cacheprovider", "-p", "mutants"]
+    files = list(dict.fromkeys(part.split("::")[0] for part in SUITE))
+    command = [sys.executable, "-m", "pytest", *files, "-x", "-q", "-p", "no:cacheprovider", "-p", "mutants"]
     command += [f"--junitxml={junit}", "-o", "addopts=-ra"]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
         "PYTHONDONTWRITEBYTECODE": "1",  # no mutant's bytecode is cached beside the file
-        "SYNCLOG_MODEL_PROFILE": "ci",
+        "SYNCLOG_MODEL_PROFILE": "mutants",
         "SYNCLOG_MODEL_SEED": MODEL_SEED,
+        FIRST_ENV: first,
     }
     started = time.perf_counter()
     timed_out = False
@@ -234,11 +252,11 @@ def _first_failure(junit: Path) -> tuple[str, int]:
     return first, count
 
 
-def try_mutant(mutant: Mutant, timeout: float, logs: Path, run: str) -> Outcome:
+def try_mutant(mutant: Mutant, timeout: float, logs: Path, run: str, first: str) -> Outcome:
     if not applies(mutant):
         return Outcome(mutant.id, "invalid", run=run)
     with applied(mutant):
-        result = run_suite(timeout, logs / f"{mutant.id}.log")
+        result = run_suite(timeout, logs / f"{mutant.id}.log", first)
     if result.timed_out:
         return Outcome(mutant.id, "timeout", "", result.tests, result.seconds, run)
     if result.passed:
@@ -271,7 +289,8 @@ def report(mutants: list[Mutant], state: dict[str, object]) -> str:
         "curated one-line bugs of `bench/mutants.toml` into the core, runs the fast suite against it "
         "with `pytest -x` and puts the file back. The fast suite, in its order: "
         + ", ".join(f"`{s}`" for s in SUITE)
-        + f" (its model test last; CI's Hypothesis profile, fresh sequences from seed {MODEL_SEED}).",
+        + f" (the model test: CI's sequences, fresh ones from seed {MODEL_SEED}, not shrunk), the test "
+        "that killed a mutant in the previous run first.",
         "",
         f"**Score: {killed} of {ran} killed ({share}).** A timeout counts as killed (the suite hung).",
         "",
@@ -355,6 +374,8 @@ def main() -> int:
     run = f"{started:%Y-%m-%d %H:%M}"
     logs = Path(tempfile.mkdtemp(prefix="synclog-mutants-"))
     clock = time.perf_counter()
+    before = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {"results": []}
+    killers = {r["id"]: r["killed_by"] for r in before["results"] if r["outcome"] == "killed"}
     outcomes = []
     baseline = "not run"
     try:
@@ -369,7 +390,7 @@ def main() -> int:
                 )
                 return 1
         for number, mutant in enumerate(chosen, 1):
-            outcome = try_mutant(mutant, args.timeout, logs, run)
+            outcome = try_mutant(mutant, args.timeout, logs, run, killers.get(mutant.id, ""))
             outcomes.append(outcome)
             by = f" by {outcome.killed_by}" if outcome.killed_by else ""
             said = f"{outcome.outcome}{by} ({outcome.seconds:.0f} s)"
