@@ -56,25 +56,26 @@ MODEL_TEST = "integration/test_duckdb.py::TestDuckDB::test_log_tables_follow_the
 SUITE = (
     "tests/test_runs_in_code.py",
     "tests/test_config_and_names.py",
-    MODEL_TEST,
     "tests/test_load_protocol.py",
+    "tests/test_sql_hooks.py",
     "tests/test_canonical.py",
     "tests/test_lake_layout.py",
     "tests/test_outage.py",
     "tests/test_duplicates_across_batches.py",
-    "tests/test_sql_hooks.py",
     "tests/test_batches.py",
     "tests/test_input_contract.py",
     "tests/test_read_rows.py",
     "tests/test_lake_target.py",
+    MODEL_TEST,
     "tests/test_loader.py",
     "tests/test_background.py",
     "integration/test_duckdb.py",
 )
-"""The fast suite, in the order it runs: the unit tests without Spark, then the model test (it
-compares every table with the reference model after every step of random sequences, so it kills
-most bugs of the write path, and without shrinking its first failure ends it), then the unit tests
-with Spark, then the rest of the DuckDB conformance suite."""
+"""The fast suite, in the order it runs: the unit tests that take a second or two (Spark's start
+aside), then the model test (it compares every table with the reference model after every step
+of random sequences, so it kills most bugs of the write path, and without shrinking its first
+failure ends it), then the loader's and `BackgroundLog`'s tests (processes and threads: tens of
+seconds), then the rest of the DuckDB conformance suite."""
 FIRST_ENV = "SYNCLOG_MUTANTS_FIRST"
 """The test that killed the mutant in the last run (`MUTANTS.json`), run first: where it still
 kills, the suite ends after it."""
@@ -96,7 +97,8 @@ class Mutant:
     note: str = ""
     """Why a survivor cannot be killed (an equivalent mutant), shown in the report."""
     added_test: str = ""
-    """The test added so that the suite kills this mutant, shown in the report."""
+    """The test added so that the suite kills this mutant, shown in the report (and run first where
+the previous run did not kill it)."""
 
 
 @dataclass
@@ -390,7 +392,8 @@ def main() -> int:
                 )
                 return 1
         for number, mutant in enumerate(chosen, 1):
-            outcome = try_mutant(mutant, args.timeout, logs, run, killers.get(mutant.id, ""))
+            first = killers.get(mutant.id) or mutant.added_test
+            outcome = try_mutant(mutant, args.timeout, logs, run, first)
             outcomes.append(outcome)
             by = f" by {outcome.killed_by}" if outcome.killed_by else ""
             said = f"{outcome.outcome}{by} ({outcome.seconds:.0f} s)"
