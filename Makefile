@@ -12,7 +12,7 @@ DIST ?= dist
 BUILD_VENV := .venv-build
 BUILD_PYTHON ?= $(BUILD_VENV)/bin/python
 
-.PHONY: demo test lint bench faults soak scale install dbt-install clean dist docs
+.PHONY: demo test lint bench faults soak scale mutants install dbt-install clean dist docs
 
 $(STAMP): pyproject.toml testing/pyproject.toml $(wildcard plugins/*/pyproject.toml) $(wildcard examples/*/pyproject.toml)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -70,6 +70,9 @@ soak: $(STAMP)  ## the model tests at length: 2,000 random sequences each on Duc
 scale: $(STAMP)  ## bytes of row data through the driver: a 1M-record write_run into every target on a standalone cluster, storage on moto S3 (bench/SCALE.md); SCALE_ARGS="--records 2000" for a small run
 	./scripts/system-deps.sh
 	$(BIN)/python bench/scale.py $(SCALE_ARGS)
+
+mutants: $(STAMP)  ## curated one-line bugs (bench/mutants.toml) against the fast suite, each restored after (bench/MUTANTS.md); MUTANTS_ARGS="--only ID,ID --timeout 600" for a part
+	$(BIN)/python bench/mutants.py $(MUTANTS_ARGS)
 
 $(BUILD_VENV)/bin/python:
 	$(PYTHON) -m venv $(BUILD_VENV)

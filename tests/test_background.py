@@ -296,3 +296,20 @@ def test_a_refused_run_is_logged_nowhere_and_said_so(tmp_path: Path, spark: Spar
     assert len(ended) == 1 and "before run 2" in ended[0]
     with SyncLog.open(url, config, spark) as log:
         assert log.flush() == []
+
+
+def test_a_run_refused_at_its_finish_stays_kept_for_flush(tmp_path: Path, spark: SparkSession) -> None:
+    """A run whose batches were kept before a later run of its sync finished is refused at its own
+    finish (the hightouch snapshot holds the later run): it stays in the run store, and `flush`
+    names it, finished, with the reason (`SyncLog.flush`)."""
+    url, config = where(tmp_path)
+    config = replace(config, defaults=SyncSettings(layouts=("census", "hightouch")))
+    earlier = replace(RUN, sync_run_id=3, started_at=RUN.started_at - timedelta(hours=1))
+    with SyncLog.open(url, config, spark) as log:
+        log.write(earlier, batch(0))
+        log.write_run(replace(RUN, sync_run_id=2), batch(0))
+        with pytest.raises(InputError, match="before run 2"):
+            log.finish(earlier)
+        assert log.store.has(earlier)
+        [kept] = log.flush()
+    assert (kept.run.sync_run_id, kept.finished) == (3, True) and "before run 2" in (kept.refused or "")

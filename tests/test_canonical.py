@@ -97,13 +97,16 @@ def test_a_record_without_fields_logs_its_payload_whatever_the_other_records_giv
 def test_oversized_payloads_become_a_valid_marker(spark: SparkSession) -> None:
     import json
 
-    df = spark.createDataFrame([('{"a": "' + "é" * 100 + '"}',), ('{"a": 1}',)], "p string")
-    big, small = [r[0] for r in df.select(fit_json(df["p"], 64)).collect()]
+    # The limit is in bytes: 49 characters of 89 bytes (40 two-byte é) do not fit in 64.
+    rows = [('{"a": "' + "é" * 100 + '"}',), ('{"a": 1}',), ('{"a": "' + "é" * 40 + '"}',)]
+    df = spark.createDataFrame(rows, "p string")
+    big, small, wide = [r[0] for r in df.select(fit_json(df["p"], 64)).collect()]
     marker = json.loads(big)
     assert marker[TRUNCATED_MARKER] is True
     assert marker["original_bytes"] == len(('{"a": "' + "é" * 100 + '"}').encode())
     assert marker["head"] == '{"a": "' + "é" * 9
     assert small == '{"a": 1}'
+    assert json.loads(wide)["original_bytes"] == 89
 
 
 def test_the_marker_head_of_a_large_limit_stays_a_short_string(spark: SparkSession) -> None:

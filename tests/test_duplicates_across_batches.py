@@ -75,6 +75,26 @@ def test_a_replayed_batch_is_no_duplicate_of_itself(spark: SparkSession, tmp_pat
     assert {r["invalid_reason"]: r["n"] for r in invalid.to_pylist()} == {None: 19, "NULL": 1}
 
 
+def test_a_run_of_two_writes_flags_an_identifier_both_hold(spark: SparkSession, tmp_path: Path) -> None:
+    """Two writes are enough for `finish` to look across them: position 15 (batch 1, the second
+    write) repeats position 2 (batch 0, the first), and both are flagged DUPLICATE."""
+    run = make_run()
+    rows = record_rows(run, count=20, batches=2, duplicate_of={15: 2})
+    config = Config(storage=Location.parse(str(tmp_path / "storage")))
+    with SyncLog.open(f"duckdb:///{tmp_path / 'x'}.duckdb", config, spark) as log:
+        for batch in (0, 1):
+            log.write(run, make_records(spark, [r for r in rows if r[5] == batch]))
+        log.finish(run)
+        flagged = log.target.query(
+            "SELECT record_identifier, batch_number FROM census.sync_log "
+            "WHERE invalid_reason = 'DUPLICATE' ORDER BY ALL"
+        )
+    assert [tuple(r.values()) for r in flagged.to_pylist()] == [
+        ("user1234-2@example.com", 0),
+        ("user1234-2@example.com", 1),
+    ]
+
+
 def test_finish_runs_no_spark_job_when_no_identifier_repeats(spark: SparkSession, tmp_path: Path) -> None:
     """The writes' tasks reported each batch's identifier hashes: none is shared, so `finish`
     loads the run without asking Spark anything."""

@@ -21,6 +21,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog import BackgroundLog, InputError, RunStatus
+from synclog.batches import Write
 from synclog.cli.main import main
 from synclog.config import Config
 from synclog.loading.lease import Lease, LeaseHeld, lease_for
@@ -115,6 +116,32 @@ def test_a_tick_stops_a_run_at_an_item_not_its_own_and_takes_turns_within_its_bu
     small = choose(queue, queue.items(), lambda item: item != someone_elses, budget)
     assert {w.item for w in small.writes} == {mine, big[0]}  # each run's first item, then the budget
     assert not choose(queue, queue.items(), lambda _: False)
+
+
+def test_one_job_of_several_runs_logs_each_record_as_its_own(tmp_path: Path, spark: SparkSession) -> None:
+    """A tick's writes of several runs are one job (`write_all`, one canonical frame): each record
+    is logged under its own sync and run (runs 1 and 2 of sync 11, run 1 of sync 12: 10 each)."""
+    target, config = where(tmp_path)
+    runs = [make_run(sync_id=sync, sync_run_id=number) for sync, number in ((11, 1), (11, 2), (12, 1))]
+    with SyncLog.open(target, config, spark) as log:
+        results = log.write_all([Write(run, batches(run)[0]) for run in runs])
+        assert [result.records for result in results if not isinstance(result, InputError)] == [10, 10, 10]
+        logged = log.target.query(
+            "SELECT sync_id, sync_run_id, COUNT(*) AS n FROM census.sync_log GROUP BY ALL ORDER BY ALL"
+        )
+    assert [tuple(row.values()) for row in logged.to_pylist()] == [(11, 1, 10), (11, 2, 10), (12, 1, 10)]
+
+
+def test_a_replay_of_any_batch_the_tick_holds_waits_for_the_next_tick(tmp_path: Path) -> None:
+    """Batch 0, batch 1, then batch 0 again: the replay waits for the next tick, though the write
+    just before it holds another batch (the tick holds batch 0 from its first write)."""
+    queue, run = _queue(tmp_path)
+    first, second, replay = (queue.put(run, _records(n), LOADER) for n in (0, 1, 0))
+    tick = choose(queue, queue.items(), lambda _: True)
+    assert [w.item for w in tick.writes] == [first, second]
+    for item in (first, second):
+        queue.remove(item)
+    assert [w.item for w in choose(queue, queue.items(), lambda _: True).writes] == [replay]
 
 
 # -- one owner ------------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ Sequences share the target (each has syncs of its own) and each has storage of i
 a sequence costs its steps, not a new warehouse. How many run: the Hypothesis profile named by
 `$SYNCLOG_MODEL_PROFILE`: `ci`, the default, runs a fixed, derandomized set and a third as many
 sequences drawn fresh each run from a seed it prints (`$SYNCLOG_MODEL_SEED` draws them again);
-`soak` runs many, all fresh. Each situation a sequence reaches (runs of one number in two syncs,
-a refused run, a replay, an outage, …) is a Hypothesis `event`; `$SYNCLOG_MODEL_STATS` counts the
-sequences that ran and reached each.
+`soak` runs many, all fresh; `mutants` runs CI's without shrinking a failure (`make mutants`).
+Each situation a sequence reaches (runs of one number in two syncs, a refused run, a replay, an
+outage, …) is a Hypothesis `event`; `$SYNCLOG_MODEL_STATS` counts the sequences that ran and
+reached each.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import HealthCheck, event, seed, settings
+from hypothesis import HealthCheck, Phase, event, seed, settings
 from hypothesis import strategies as st
 from hypothesis.internal.observability import with_observability_callback
 from hypothesis.stateful import (
@@ -101,6 +102,12 @@ settings.register_profile(
     database=None,
     suppress_health_check=list(HealthCheck),
 )
+settings.register_profile(
+    "mutants",
+    settings.get_profile("ci"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+"""CI's sequences without shrinking (`make mutants`): a failure is the verdict, not a report to read."""
 settings.register_profile(
     "soak",
     max_examples=200,
