@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from suite_runs import CLASSES, deadline, earlier_runs, node, run_heading  # noqa: E402
+from suite_runs import CLASSES, chosen_targets, deadline, earlier_runs, node, run_heading  # noqa: E402
 
 ROOT = HERE.parent
 TEST = "test_a_crash_at_any_statement_loses_and_doubles_nothing"
@@ -144,13 +144,9 @@ def main() -> int:
     parser.add_argument("--add", action="store_true", help="keep the report's earlier runs")
     parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
-    names = [n for n in args.targets.split(",") if n]
-    unknown = sorted(set(names) - set(CLASSES))
-    if unknown:
-        parser.error(f"unknown target {unknown[0]!r}")
-    if not re.fullmatch(r"(\d+)/(\d+)", args.part) or not 1 <= int(args.part.split("/")[0]) <= int(
-        args.part.split("/")[1]
-    ):
+    names = chosen_targets(parser, args.targets)
+    part = re.fullmatch(r"(\d+)/(\d+)", args.part)
+    if not part or not 1 <= int(part[1]) <= int(part[2]):
         parser.error(f"--part {args.part!r}: k/n with 1 <= k <= n")
     until = deadline(args.until)
     kept = earlier_runs(args.report, args.add)

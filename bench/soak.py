@@ -38,7 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from suite_runs import CLASSES, LOCAL, deadline, earlier_runs, node, run_heading  # noqa: E402
+from suite_runs import CLASSES, LOCAL, chosen_targets, deadline, earlier_runs, node, run_heading  # noqa: E402
 
 ROOT = HERE.parent
 TEST = "test_log_tables_follow_the_reference_model"
@@ -184,10 +184,7 @@ def main() -> int:
     parser.add_argument("--add", action="store_true", help="keep the report's earlier runs")
     parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
-    names = [n for n in args.targets.split(",") if n]
-    unknown = sorted(set(names) - set(TARGETS))
-    if unknown:
-        parser.error(f"unknown target {unknown[0]!r}")
+    names = chosen_targets(parser, args.targets)
     until = deadline(args.until)
     rows = []
     for name in names:

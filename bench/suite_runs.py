@@ -5,6 +5,7 @@ per target), their `--until`, and their reports' run sections.
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import subprocess
 import sys
@@ -67,3 +68,13 @@ def earlier_runs(report: Path, add: bool) -> str:
     text = report.read_text(encoding="utf-8")
     earlier = text[text.index("## Run of") :] if "## Run of" in text else ""
     return earlier.rstrip() + "\n\n" if earlier else ""
+
+
+def chosen_targets(parser: argparse.ArgumentParser, targets: str) -> list[str]:
+    """The targets `--targets` names (comma-separated); the parser's one-line error for one that
+    has no test class."""
+    names = [n for n in targets.split(",") if n]
+    unknown = sorted(set(names) - set(CLASSES))
+    if unknown:
+        parser.error(f"unknown target {unknown[0]!r}")
+    return names
