@@ -536,7 +536,7 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
             outcomes: dict[Queued, Outcome] = {}
             while self.queue.items():
                 outcomes.update((o.item, o) for o in self._tick())
-            for item in sorted(self.queued):
+            for item in sorted(self.queued, key=lambda queued: queued.seq):
                 run, given = self.queued.pop(item)
                 if isinstance(given, Run):
                     refused = self._expect(lambda: self.model.finish(given))  # noqa: B023
