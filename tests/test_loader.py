@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,15 @@ import pytest
 from pyspark.sql import SparkSession
 
 from synclog import BackgroundLog, InputError, RunStatus
-from synclog.batches import Write
+from synclog.batches import Write, as_arrow
 from synclog.cli.main import main
-from synclog.config import Config
+from synclog.config import Config, SyncSettings
 from synclog.loading.lease import Lease, LeaseHeld, lease_for
 from synclog.loading.service import Loader
 from synclog.loading.tick import choose
 from synclog.storage.location import Location
-from synclog.storage.queue import LOADER, LoadQueue
+from synclog.storage.queue import LOADER, LoadQueue, target_key
+from synclog.storage.runstore import RunStore
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_testing.factories import RECORD_COLUMNS, make_records, make_run, record_rows
@@ -304,6 +306,72 @@ def test_a_served_log_waits_on_the_loader_and_hears_of_a_refused_batch(
             (0, 10),
             (2, 10),
         ]
+
+
+class _Stopped(Exception):
+    """The loader's process ends here: nothing after this point of the tick runs."""
+
+
+HIGHTOUCH = ("sync_changelog", "sync_snapshot", "sync_runs")
+STARTED = datetime(2026, 11, 1, 6, tzinfo=UTC)
+
+
+def _loaded_by_a_loader(folder: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch | None) -> Any:
+    """A run's three batches and its end queued for the loader; a loader loads them, stopped
+    (with `monkeypatch`) just after the run store forgets the run, then a new loader goes on.
+    The hightouch tables, and what is left in the queue and the run store."""
+    url, config = where(folder)
+    config = replace(config, defaults=SyncSettings(layouts=("census", "hightouch")))
+    run = make_run(started_at=STARTED)
+    rows = [dict(zip(RECORD_COLUMNS, r, strict=True)) for r in record_rows(run, 30, 3, started_at=STARTED)]
+    queue = LoadQueue(config.storage, target_key(TargetURL.parse(url)))
+    for number in range(3):
+        queue.put(run, as_arrow([r for r in rows if r["batch_number"] == number]), LOADER)
+    queue.put_end(replace(run, status=RunStatus.SUCCEEDED), LOADER)
+    if monkeypatch is not None:
+        forget = RunStore.drop
+
+        def stopped(store: RunStore, run: Any) -> None:
+            forget(store, run)
+            raise _Stopped
+
+        monkeypatch.setattr(RunStore, "drop", stopped)
+        log = SyncLog.configured(url, config, spark)
+        first = Loader(log, say=lambda _: None)
+        first.lease.acquire()
+        log.begin(writes=True)
+        with pytest.raises(_Stopped):
+            first.drain()
+        monkeypatch.undo()
+        first.lease.release()
+        log.close()
+    log = SyncLog.configured(url, config, spark)
+    loader = Loader(log, say=lambda _: None)
+    loader.lease.acquire()
+    try:
+        log.begin(writes=True)
+        loader.drain()
+        tables = {
+            t: log.target.client.fetch(f"SELECT * FROM hightouch_audit.{t} ORDER BY ALL") for t in HIGHTOUCH
+        }
+        return tables, queue.items(), log.store.known(run)
+    finally:
+        loader.lease.release()
+        log.close()
+
+
+def test_a_loader_stopped_once_it_forgot_a_loaded_run_never_loads_its_end_again(
+    tmp_path: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loader stopped just after the run store forgets a run it finished: the run's end must be
+    out of the queue by then, or the next loader finishes the run again without its records (its
+    hightouch changelog and snapshot rows taken away, its counts zeroed). The log equals the one
+    a loader that was not stopped writes: the run's 30 records, one changelog row each."""
+    stopped = _loaded_by_a_loader(tmp_path / "stopped", spark, monkeypatch)
+    whole = _loaded_by_a_loader(tmp_path / "whole", spark, None)
+    assert len(whole[0]["sync_changelog"]) == 30 and len(whole[0]["sync_runs"]) == 1
+    assert stopped == whole
+    assert stopped[1:] == ([], False)  # nothing queued, nothing kept
 
 
 @pytest.fixture

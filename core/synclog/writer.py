@@ -507,21 +507,32 @@ class SyncLog:
             raise result
         return result
 
-    def finish_all(self, runs: Sequence[Run]) -> list[RunResult | InputError]:
+    def finish_all(
+        self, runs: Sequence[Run], *, on_loaded: Callable[[int], None] | None = None
+    ) -> list[RunResult | InputError]:
         """`finish` each of `runs` (of any syncs) in one go: the run-level rows their layouts
         build on the driver go to each table in one load. Returns, in order, each run's result,
         or the InputError of a run a layout refuses (it stays kept, see `flush`). Runs of one
-        sync finish one after the other, in order (a run's snapshot is the next one's past)."""
-        return self._finish_all(runs, {})
+        sync finish one after the other, in order (a run's snapshot is the next one's past).
 
-    def _finish_all(self, runs: Sequence[Run], passes: dict[str, float]) -> list[RunResult | InputError]:
+        `on_loaded` is called with a run's position once the tables hold the run, before the run
+        store forgets it: a loader takes the run's end out of its queue there, so that a loader
+        stopped in between never finishes the run again without its records."""
+        return self._finish_all(runs, {}, on_loaded)
+
+    def _finish_all(
+        self,
+        runs: Sequence[Run],
+        passes: dict[str, float],
+        on_loaded: Callable[[int], None] | None = None,
+    ) -> list[RunResult | InputError]:
         results: dict[int, RunResult | InputError] = {}
         for round_ in _one_per_sync(runs):
-            results.update(self._finish_round({index: runs[index] for index in round_}, passes))
+            results.update(self._finish_round({index: runs[index] for index in round_}, passes, on_loaded))
         return [results[index] for index in range(len(runs))]
 
     def _finish_round(
-        self, runs: dict[int, Run], passes: dict[str, float]
+        self, runs: dict[int, Run], passes: dict[str, float], on_loaded: Callable[[int], None] | None
     ) -> dict[int, RunResult | InputError]:
         results: dict[int, RunResult | InputError] = {}
         ending: list[tuple[int, Run, list[int], dict[str, int], int]] = []
@@ -541,11 +552,16 @@ class SyncLog:
             if run.status is RunStatus.FAILED and accepted:
                 run = replace(run, status=RunStatus.PARTIAL)
             ending.append((index, run, batches, statuses, accepted))
-        loaded = self._load_or_keep(
-            [(run, batches) for _, run, batches, _, _ in ending], finished=True, passes=passes
+        positions = {_key(run): index for index, run, _, _, _ in ending}  # one run of a sync a round
+        done_with = None if on_loaded is None else lambda run: on_loaded(positions[_key(run)])
+        finished = self._load_or_keep(
+            [(run, batches) for _, run, batches, _, _ in ending],
+            finished=True,
+            passes=passes,
+            on_loaded=done_with,
         )
         for index, run, _, statuses, accepted in ending:
-            done = loaded[_key(run)]
+            done = finished[_key(run)]
             if isinstance(done, InputError):
                 results[index] = done
                 continue
@@ -620,12 +636,14 @@ class SyncLog:
         *,
         finished: bool,
         passes: dict[str, float] | None = None,
+        on_loaded: Callable[[Run], None] | None = None,
     ) -> dict[RunKey, dict[str, int] | InputError | None]:
         """Load each run's `batches` (and its run-level tables once `finished`); when the target
         fails (a TargetError: an outage), keep them in the run store for `flush` (None for that
         run), so the sync itself never fails. A finished run a layout refuses stays kept, refused
         (its InputError). Any other error is not an outage and is raised.
-        Each table load's seconds are added to `passes`."""
+        Each table load's seconds are added to `passes`; `on_loaded` is called with each finished
+        run the tables hold, before the run store forgets it."""
         passes = {} if passes is None else passes
         loaded: dict[RunKey, dict[str, int] | InputError | None] = {_key(run): {} for run, _ in runs}
         try:
@@ -649,6 +667,8 @@ class SyncLog:
                 for key, more in self._load_many(whole, Phase.RUN, passes).items():
                     loaded[key] = {**_dict(loaded[key]), **more}
                 for run in admitted:
+                    if on_loaded is not None:
+                        on_loaded(run)
                     self.store.drop(run)
             return loaded
         except TargetError as exc:

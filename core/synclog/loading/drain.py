@@ -46,7 +46,8 @@ class Outcome:
 
 
 def load_tick(log: SyncLog, queue: LoadQueue, refusals: Refusals, tick: Tick) -> list[Outcome]:
-    """Load `tick`'s writes, then its ends; each item done with leaves the queue."""
+    """Load `tick`'s writes, then its ends; each item done with leaves the queue (an end the
+    tables hold leaves it before the run store forgets its run: see `SyncLog.finish_all`)."""
     outcomes = []
     results = log.write_all([Write(w.run, w.records) for w in tick.writes])
     for write, result in zip(tick.writes, results, strict=True):
@@ -55,7 +56,9 @@ def load_tick(log: SyncLog, queue: LoadQueue, refusals: Refusals, tick: Tick) ->
         else:
             queue.remove(write.item)
         outcomes.append(Outcome(write.item, result))
-    ended = log.finish_all([end.run for end in tick.ends])
+    ended = log.finish_all(
+        [end.run for end in tick.ends], on_loaded=lambda position: queue.remove(tick.ends[position].item)
+    )
     for end, done in zip(tick.ends, ended, strict=True):
         if isinstance(done, InputError):
             log.progress(
@@ -63,7 +66,8 @@ def load_tick(log: SyncLog, queue: LoadQueue, refusals: Refusals, tick: Tick) ->
             )
         else:
             done = RunResult(done.statuses, done.loaded, done.pending, refusals.of(end.run))
-        queue.remove(end.item)
+        if isinstance(done, InputError) or done.pending:  # kept in the run store: done with here
+            queue.remove(end.item)
         outcomes.append(Outcome(end.item, done))
     return outcomes
 

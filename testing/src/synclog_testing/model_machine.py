@@ -389,12 +389,13 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
             """The loader dies at `point` of its first tick (nothing of that tick is told or
             undone); a new loader, with a log of its own, loads the queue from where it is."""
             reached("a loader was killed in a tick and started again")
-            owner, name = KILL_POINTS[point]
+            owner, name, when = KILL_POINTS[point]
             original = getattr(owner, name)
 
             def killed(*args: Any, **kwargs: Any) -> Any:
                 original(*args, **kwargs)
-                raise _LoaderKilled(point)
+                if when(*args[1:]):
+                    raise _LoaderKilled(point)
 
             setattr(owner, name, killed)
             try:
@@ -654,12 +655,30 @@ class _LoaderKilled(BaseException):
     """The loader's process ends here (a SIGKILL): nothing after it runs, no handler takes it."""
 
 
-KILL_POINTS: dict[str, tuple[type, str]] = {
-    "the run store has a write's batches, no table has them": (RunStore, "commit_write"),
-    "the tables have a write, the queue still holds it": (LoadQueue, "remove"),
-    "a run is finished and forgotten, its end still queued": (RunStore, "drop"),
+def _always(*_: Any) -> bool:
+    return True
+
+
+def _an_end(item: Queued) -> bool:
+    return item.is_end
+
+
+KILL_POINTS: dict[str, tuple[type, str, Callable[..., bool]]] = {
+    "the run store has a write's batches, no table has them": (RunStore, "commit_write", _always),
+    "a write is loaded and out of the queue, the tick's other items still in it": (
+        LoadQueue,
+        "remove",
+        _always,
+    ),
+    "a run is loaded and its end out of the queue, the run store still holds it": (
+        LoadQueue,
+        "remove",
+        _an_end,
+    ),
+    "a run is loaded, its end out of the queue, the run store forgot it": (RunStore, "drop", _always),
 }
-"""Where a loader may die in a tick: after the named method of the class returns."""
+"""Where a loader may die in a tick: once the named method of the class returns for the first
+time with arguments the predicate takes."""
 
 
 def _ended(run: Run, status: RunStatus) -> Run:
