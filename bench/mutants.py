@@ -126,7 +126,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     first = os.environ.get(FIRST_ENV)
 
     def rank(item: pytest.Item) -> int:
-        if first and item.nodeid.split("[")[0] == first:
+        if first and item.nodeid.split("[")[0] == first.split("[")[0]:
             return -1
         return next((n for n, part in enumerate(SUITE) if item.nodeid.startswith(part)), len(SUITE))
 

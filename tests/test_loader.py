@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -314,12 +314,19 @@ class _Stopped(Exception):
 
 HIGHTOUCH = ("sync_changelog", "sync_snapshot", "sync_runs")
 STARTED = datetime(2026, 11, 1, 6, tzinfo=UTC)
+STOPS: dict[str, tuple[type, str, Callable[..., bool]]] = {
+    "once the run store forgot the run": (RunStore, "drop", lambda _run: True),
+    "once the run's end left the queue": (LoadQueue, "remove", lambda item: item.is_end),
+}
+"""Where a loader is stopped: once the method returns for the first time with arguments the
+predicate takes."""
 
 
-def _loaded_by_a_loader(folder: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch | None) -> Any:
-    """A run's three batches and its end queued for the loader; a loader loads them, stopped
-    (with `monkeypatch`) just after the run store forgets the run, then a new loader goes on.
-    The hightouch tables, and what is left in the queue and the run store."""
+def _loaded_by_loaders(folder: Path, spark: SparkSession, stop: Callable[[], Any] | None) -> Any:
+    """A run's three batches and its end queued for the loader; a loader loads them (`stop`, when
+    given, puts a stop in it and takes it away), then a new loader; the run is then written again
+    (its first batch only: an engine's replay of the run) and ended again, and loaded. The
+    hightouch tables, and what is left in the queue and the run store."""
     url, config = where(folder)
     config = replace(config, defaults=SyncSettings(layouts=("census", "hightouch")))
     run = make_run(started_at=STARTED)
@@ -328,21 +335,15 @@ def _loaded_by_a_loader(folder: Path, spark: SparkSession, monkeypatch: pytest.M
     for number in range(3):
         queue.put(run, as_arrow([r for r in rows if r["batch_number"] == number]), LOADER)
     queue.put_end(replace(run, status=RunStatus.SUCCEEDED), LOADER)
-    if monkeypatch is not None:
-        forget = RunStore.drop
-
-        def stopped(store: RunStore, run: Any) -> None:
-            forget(store, run)
-            raise _Stopped
-
-        monkeypatch.setattr(RunStore, "drop", stopped)
+    if stop is not None:
+        undo = stop()
         log = SyncLog.configured(url, config, spark)
         first = Loader(log, say=lambda _: None)
         first.lease.acquire()
         log.begin(writes=True)
         with pytest.raises(_Stopped):
             first.drain()
-        monkeypatch.undo()
+        undo()
         first.lease.release()
         log.close()
     log = SyncLog.configured(url, config, spark)
@@ -350,6 +351,9 @@ def _loaded_by_a_loader(folder: Path, spark: SparkSession, monkeypatch: pytest.M
     loader.lease.acquire()
     try:
         log.begin(writes=True)
+        loader.drain()
+        queue.put(run, as_arrow([r for r in rows if r["batch_number"] == 0]), LOADER)
+        queue.put_end(replace(run, status=RunStatus.FAILED), LOADER)
         loader.drain()
         tables = {
             t: log.target.client.fetch(f"SELECT * FROM hightouch_audit.{t} ORDER BY ALL") for t in HIGHTOUCH
@@ -360,18 +364,42 @@ def _loaded_by_a_loader(folder: Path, spark: SparkSession, monkeypatch: pytest.M
         log.close()
 
 
-def test_a_loader_stopped_once_it_forgot_a_loaded_run_never_loads_its_end_again(
-    tmp_path: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture(scope="module")
+def loaded_whole(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> Any:
+    """`_loaded_by_loaders` with no loader stopped."""
+    return _loaded_by_loaders(tmp_path_factory.mktemp("whole"), spark, None)
+
+
+@pytest.mark.parametrize("stop", sorted(STOPS))
+def test_a_loader_stopped_as_it_ends_a_run_leaves_the_log_as_if_it_was_not(
+    tmp_path: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch, loaded_whole: Any, stop: str
 ) -> None:
-    """A loader stopped just after the run store forgets a run it finished: the run's end must be
-    out of the queue by then, or the next loader finishes the run again without its records (its
-    hightouch changelog and snapshot rows taken away, its counts zeroed). The log equals the one
-    a loader that was not stopped writes: the run's 30 records, one changelog row each."""
-    stopped = _loaded_by_a_loader(tmp_path / "stopped", spark, monkeypatch)
-    whole = _loaded_by_a_loader(tmp_path / "whole", spark, None)
-    assert len(whole[0]["sync_changelog"]) == 30 and len(whole[0]["sync_runs"]) == 1
-    assert stopped == whole
-    assert stopped[1:] == ([], False)  # nothing queued, nothing kept
+    """A loader stopped as it ends a run, at either side of the step where the run's end leaves the
+    queue, then a new loader, then the run written again (one batch) and ended again: the log equals
+    the one loaders that were not stopped write. An end left queued after the run store forgot
+    its run would be finished again without its records (the hightouch changelog and snapshot
+    rows taken away, the counts zeroed); a run store still holding a loaded run would add its old
+    batches to the run written again. The whole log holds the run as written again: a run finished
+    again replaces its changelog rows, here with one per record of its one batch (10)."""
+    owner, name, when = STOPS[stop]
+
+    def put() -> Callable[[], None]:
+        original = getattr(owner, name)
+
+        def stopped(self: Any, *args: Any) -> Any:
+            done = original(self, *args)
+            if when(*args):
+                raise _Stopped
+            return done
+
+        monkeypatch.setattr(owner, name, stopped)
+        return monkeypatch.undo
+
+    stopped = _loaded_by_loaders(tmp_path, spark, put)
+    tables, left, kept = loaded_whole
+    assert len(tables["sync_changelog"]) == 10 and len(tables["sync_runs"]) == 1
+    assert (left, kept) == ([], False)  # nothing queued, nothing kept
+    assert stopped == loaded_whole
 
 
 @pytest.fixture

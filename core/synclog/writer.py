@@ -668,6 +668,7 @@ class SyncLog:
                     loaded[key] = {**_dict(loaded[key]), **more}
                 for run in admitted:
                     if on_loaded is not None:
+                        self.store.loaded(run)
                         on_loaded(run)
                     self.store.drop(run)
             return loaded

@@ -50,6 +50,9 @@ class RunState:
     identifiers: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     """Per kept batch whose write's tasks reported them, the hashes of its identifiers (a run's
     few: see `synclog.storage.runstore.RUN_IDENTIFIERS`)."""
+    loaded: bool = False
+    """The tables hold the finished run; the loader is taking its end out of the queue (see
+    `RunStore.loaded`)."""
 
     def to_json(self) -> str:
         batches = {str(n): [vars(f) for f in files] for n, files in self.batches.items()}
@@ -61,6 +64,7 @@ class RunState:
         extra["payload_types"] = types
         extra["refused"] = self.refused
         extra["identifiers"] = {str(n): packed(hashes) for n, hashes in self.identifiers.items()}
+        extra["loaded"] = self.loaded
         return json.dumps({**state, **extra})
 
     @classmethod
@@ -80,6 +84,7 @@ class RunState:
             payload_types={int(n): tuple(pairs) for n, pairs in data.get("payload_types", {}).items()},
             refused=data.get("refused"),
             identifiers={int(n): unpacked(hashes) for n, hashes in data.get("identifiers", {}).items()},
+            loaded=bool(data.get("loaded", False)),
         )
 
 

@@ -137,7 +137,9 @@ class RunStore:
         identifiers: Mapping[int, tuple[int, ...]],
     ) -> None:
         with self.states.lock:
-            before = self.states.get(run) or RunState(run)
+            found = self.states.get(run)
+            stale = found.batches if found is not None and found.loaded else {}
+            before = found if found is not None and not found.loaded else RunState(run)
             payload_types = {n: t for n, t in before.payload_types.items() if n not in batches}
             payload_types.update({n: tuple(sorted(t)) for n, t in types.items()})
             hashes = {n: h for n, h in before.identifiers.items() if n not in batches}
@@ -157,9 +159,9 @@ class RunStore:
                 )
             )
         fs = self.location.filesystem()
-        for number in batches:
-            for old in before.batches.get(number, ()):
-                fs.delete_file(self.location.path(old.path))
+        replaced = [old for number in batches for old in before.batches.get(number, ())]
+        for old in [*replaced, *(f for files in stale.values() for f in files)]:
+            fs.delete_file(self.location.path(old.path))
 
     def read(self, spark: SparkSession, run: Run, batches: Iterable[int] | None = None) -> DataFrame:
         """The canonical frame of `run`'s kept batches (all of them by default)."""
@@ -233,6 +235,16 @@ class RunStore:
     def known(self, run: Run) -> bool:
         """Whether the store holds anything of `run` (kept batches, or a pending mark)."""
         return self.states.get(run) is not None
+
+    def loaded(self, run: Run) -> None:
+        """Mark `run` loaded: the tables hold it as it ended, and its end is leaving a loader's
+        queue before `drop`. Until then its end may come again (a loader stopped before it left the
+        queue), and is finished again from the run's records; a write of the run, after a loader
+        stopped before `drop`, starts the run afresh, as after `drop`."""
+        with self.states.lock:
+            state = self.states.get(run)
+            if state is not None:
+                self.states.put(replace(state, loaded=True, pending=(), finished=False))
 
     def drop(self, run: Run) -> None:
         """Forget `run` once every layout has what it needs."""
