@@ -326,7 +326,8 @@ def _loaded_by_loaders(folder: Path, spark: SparkSession, stop: Callable[[], Any
     """A run's three batches and its end queued for the loader; a loader loads them (`stop`, when
     given, puts a stop in it and takes it away), then a new loader; the run is then written again
     (its first batch only: an engine's replay of the run) and ended again, and loaded. The
-    hightouch tables, and what is left in the queue and the run store."""
+    hightouch tables after the first end and after the second, and what is left in the queue and
+    the run store."""
     url, config = where(folder)
     config = replace(config, defaults=SyncSettings(layouts=("census", "hightouch")))
     run = make_run(started_at=STARTED)
@@ -349,16 +350,20 @@ def _loaded_by_loaders(folder: Path, spark: SparkSession, stop: Callable[[], Any
     log = SyncLog.configured(url, config, spark)
     loader = Loader(log, say=lambda _: None)
     loader.lease.acquire()
+
+    def tables() -> dict[str, list[tuple[Any, ...]]]:
+        return {
+            t: log.target.client.fetch(f"SELECT * FROM hightouch_audit.{t} ORDER BY ALL") for t in HIGHTOUCH
+        }
+
     try:
         log.begin(writes=True)
         loader.drain()
+        first = tables()
         queue.put(run, as_arrow([r for r in rows if r["batch_number"] == 0]), LOADER)
         queue.put_end(replace(run, status=RunStatus.FAILED), LOADER)
         loader.drain()
-        tables = {
-            t: log.target.client.fetch(f"SELECT * FROM hightouch_audit.{t} ORDER BY ALL") for t in HIGHTOUCH
-        }
-        return tables, queue.items(), log.store.known(run)
+        return first, tables(), queue.items(), log.store.known(run)
     finally:
         loader.lease.release()
         log.close()
@@ -379,7 +384,8 @@ def test_a_loader_stopped_as_it_ends_a_run_leaves_the_log_as_if_it_was_not(
     the one loaders that were not stopped write. An end left queued after the run store forgot
     its run would be finished again without its records (the hightouch changelog and snapshot
     rows taken away, the counts zeroed); a run store still holding a loaded run would add its old
-    batches to the run written again. The whole log holds the run as written again: a run finished
+    batches to the run written again. The whole log holds the run's 30 records after its first
+    end, one changelog row each, and the run as written again after the second: a run finished
     again replaces its changelog rows, here with one per record of its one batch (10)."""
     owner, name, when = STOPS[stop]
 
@@ -396,9 +402,11 @@ def test_a_loader_stopped_as_it_ends_a_run_leaves_the_log_as_if_it_was_not(
         return monkeypatch.undo
 
     stopped = _loaded_by_loaders(tmp_path, spark, put)
-    tables, left, kept = loaded_whole
-    assert len(tables["sync_changelog"]) == 10 and len(tables["sync_runs"]) == 1
+    first, again, left, kept = loaded_whole
+    assert [len(tables["sync_changelog"]) for tables in (first, again)] == [30, 10]
+    assert [len(tables["sync_runs"]) for tables in (first, again)] == [1, 1]
     assert (left, kept) == ([], False)  # nothing queued, nothing kept
+    assert stopped[0] == first  # the first end, as a loader not stopped loads it
     assert stopped == loaded_whole
 
 
