@@ -241,6 +241,35 @@ class TestDatabricksWarehouse(TargetConformance):
         assert target.client.fetch("SELECT COUNT(*) FROM census.census.source_objects") == [(1,)]
         assert [s for s in sent if s.startswith("COPY INTO")] and [s for s in sent if s.startswith("MERGE")]
 
+    def test_a_stage_the_outage_kept_from_its_drop_goes_once_the_warehouse_is_back(
+        self, target: Target, spark: SparkSession, dbx: DatabricksSqlServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The connection drops at a load's `REMOVE` of its volume file: the write is kept, and the
+        stage (its table and its file) is this live process's. Once the warehouse answers again, the
+        flush's `ensure` drops it; the run is logged once."""
+        connected = target.client.cursor  # type: ignore[attr-defined]
+
+        @contextlib.contextmanager
+        def dropping_at_remove(sql: str, params: Any = ()) -> Iterator[Any]:
+            if sql.startswith("REMOVE"):
+                raise TargetError("databricks: the connection was lost")
+            with connected(sql, params) as cursor:
+                yield cursor
+
+        run = make_run()
+        log = self.log(target, spark)
+        monkeypatch.setattr(target.client, "cursor", dropping_at_remove)  # type: ignore[attr-defined]
+        assert log.write_run(run, make_records(spark, record_rows(run))).pending
+        assert staged_files(dbx), "the outage kept the stage's file"
+        monkeypatch.undo()
+        assert log.flush() == []
+        assert staged_files(dbx) == []
+        stages = [r[1] for r in target.client.fetch("SHOW TABLES IN census.census") if STAGE_PREFIX in r[1]]
+        assert stages == []
+        assert target.client.fetch("SELECT COUNT(*), COUNT(DISTINCT log_id) FROM census.census.sync_log") == [
+            (40, 40)
+        ]
+
     def test_the_sweep_removes_a_killed_writers_stage_and_its_volume_files(
         self, target: Target, dbx: DatabricksSqlServer
     ) -> None:

@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 from synclog.storage import owners
 from synclog.storage.location import Location
 from synclog.storage.sweep import sweep, sweep_scratch
-from synclog.targets.stage_names import new_stage_name, orphaned, stage_owner
+from synclog.targets.stage_names import new_stage_name, orphaned, released, stage_owner
 from synclog_testing.factories import make_run
 
 
@@ -63,6 +63,15 @@ def test_stage_names_tell_a_dead_writers_stage() -> None:
     foreign = "_synclog_stage_0123abcd_00000000_1_1"  # another host's: kept until a day old
     assert not orphaned(foreign) and not orphaned(foreign, datetime.now(UTC))
     assert orphaned(foreign, datetime.now(UTC) - timedelta(days=2))
+
+
+def test_this_process_s_stage_is_left_over_once_released() -> None:
+    """A load whose stage's drop failed has released it: its stage is then a leftover, while the
+    stage of another load of this process, still open, is not."""
+    done, running = new_stage_name(), new_stage_name()
+    released(done.upper())  # as the warehouse names it (Snowflake folds names to upper case)
+    assert orphaned(done) and orphaned(done.upper())
+    assert not orphaned(running)
 
 
 def test_sweep_removes_the_leftovers_of_gone_writers_only(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ Every load is the same protocol, written once here:
    same inserting only while no row of the keys is left for a client that replays statements,
    one MERGE, or the steps of each partition touched for a warehouse atomic per partition only;
 4. the stage and its files are dropped (`release_stage`, calling `drop_stage`), also when a
-   step failed; a stage whose writer was killed is dropped by a later writer's `ensure`
-   (`sweep_stages`: stage names say whose they are, `synclog.targets.stage_names`).
+   step failed; a stage whose writer was killed, or whose drop failed, is dropped by a later
+   `ensure` (`sweep_stages`: stage names say whose they are, `synclog.targets.stage_names`).
 
 A SQL target is a thin orchestrator of two parts a plugin provides: a client (`target.client`, a
 `SqlClient` such as a `DbApiClient`: `execute`, `fetch`, `query`, `insert_rows`, `transaction`,
@@ -66,7 +66,7 @@ from synclog.targets.sql_loaders import (
     needed_parts,
 )
 from synclog.targets.sql_statements import Statement
-from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned
+from synclog.targets.stage_names import STAGE_PREFIX, new_stage_name, orphaned, released
 from synclog.targets.staging import FileStageWriter, Stages, StageWriter, fill_from_frame, fill_from_table
 from synclog.targets.swaps import partition_replace
 from synclog.targets.swaps.choice import replaces_partitions, swap_statements
@@ -222,9 +222,10 @@ class SqlTarget(Target):
         self.sweep_stages([self.relation(self.table_spec(t)) for t in tables])
 
     def sweep_stages(self, relations: Sequence[Relation]) -> list[Relation]:
-        """Drop the stages that writers now gone (killed mid-load) left in the schemas of
-        `relations`; return them. A live writer's stage stays, and so does another host's until
-        it is older than `owners.FOREIGN_AFTER` (where `find_stages` tells its age)."""
+        """Drop the stages left in the schemas of `relations` by writers now gone (killed
+        mid-load) or by this process's loads whose drop failed; return them. A load in progress
+        keeps its stage, and so does another host's live writer until its stage is older than
+        `owners.FOREIGN_AFTER` (where `find_stages` tells its age)."""
         schemas = {relation.parts[:-1]: relation for relation in relations}
         dropped = []
         for schema in schemas.values():
@@ -314,10 +315,12 @@ class SqlTarget(Target):
 
     @final
     def release_stage(self, stage: Relation) -> None:
-        """Drop the staging relation and the files staged for it (also after a failed load)."""
+        """Drop the staging relation and the files staged for it (also after a failed load); where
+        the drop fails, the next `ensure`'s sweep drops what is left (`stage_names.released`)."""
         try:
             self.drop_stage(stage)
         finally:
+            released(stage.name)
             remove(self.storage, self._staging_folder(stage))
 
     def _staging_folder(self, stage: Relation) -> str:
