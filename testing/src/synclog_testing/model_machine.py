@@ -95,7 +95,7 @@ STATS_ENV = "SYNCLOG_MODEL_STATS"
 the situations they reached, the seed, and whether they failed (`make soak`)."""
 settings.register_profile(
     "ci",
-    max_examples=24,
+    max_examples=12,
     stateful_step_count=8,
     deadline=None,
     derandomize=True,
@@ -105,9 +105,11 @@ settings.register_profile(
 settings.register_profile(
     "mutants",
     settings.get_profile("ci"),
+    max_examples=24,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
-"""CI's sequences without shrinking (`make mutants`): a failure is the verdict, not a report to read."""
+"""Twice CI's sequences, without shrinking (`make mutants`): a failure is the verdict, not a report
+to read."""
 settings.register_profile(
     "soak",
     max_examples=200,
