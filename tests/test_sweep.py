@@ -10,11 +10,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.fs as pafs
+import pytest
 
+from synclog.errors import TargetError
+from synclog.layouts.census import SYNC_LOG
+from synclog.naming import Relation
 from synclog.storage import owners
 from synclog.storage.location import Location
 from synclog.storage.sweep import sweep, sweep_scratch
+from synclog.targets.base import TargetSettings
+from synclog.targets.duckdb import CAPABILITIES as DUCKDB
+from synclog.targets.duckdb import DuckDBTarget
 from synclog.targets.stage_names import new_stage_name, orphaned, released, stage_owner
+from synclog.targets.tables import TableSpec
+from synclog.urls import TargetURL
 from synclog_testing.factories import make_run
 
 
@@ -72,6 +81,23 @@ def test_this_process_s_stage_is_left_over_once_released() -> None:
     released(done.upper())  # as the warehouse names it (Snowflake folds names to upper case)
     assert orphaned(done) and orphaned(done.upper())
     assert not orphaned(running)
+
+
+def test_a_stage_whose_creation_failed_is_left_over(tmp_path: Path) -> None:
+    """The connection is lost as the stage is created (its answer lost: it may exist): no load
+    will release it, so it is the next sweep's at once."""
+    target = DuckDBTarget(TargetURL.parse(f"duckdb:///{tmp_path / 'lost.duckdb'}"), TargetSettings(), DUCKDB)
+    created: list[str] = []
+
+    def lost(stage: Relation, table: TableSpec) -> None:
+        created.append(stage.name)
+        raise TargetError("duckdb: the connection was lost")
+
+    target.create_stage = lost  # type: ignore[method-assign]
+    with pytest.raises(TargetError):
+        target.open_stage(SYNC_LOG)
+    assert len(created) == 1 and orphaned(created[0])
+    target.close()
 
 
 def test_sweep_removes_the_leftovers_of_gone_writers_only(tmp_path: Path) -> None:

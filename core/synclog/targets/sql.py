@@ -290,9 +290,14 @@ class SqlTarget(Target):
 
     @final
     def open_stage(self, table: TableSpec) -> Relation:
-        """Create a fresh, empty staging relation for one load of `table` (as `table_spec` gives it)."""
+        """Create a fresh, empty staging relation for one load of `table` (as `table_spec` gives it);
+        where that fails, the stage (which may exist: an answer lost) is the next sweep's."""
         stage = self.stage_relation(self.relation(table))
-        self.create_stage(stage, table)
+        try:
+            self.create_stage(stage, table)
+        except BaseException:
+            released(stage.name)
+            raise
         return stage
 
     @final
