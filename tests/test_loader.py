@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,10 +30,10 @@ from synclog.loading.service import Loader
 from synclog.loading.tick import choose
 from synclog.storage.location import Location
 from synclog.storage.queue import LOADER, LoadQueue, target_key
-from synclog.storage.runstore import RunStore
 from synclog.urls import TargetURL
 from synclog.writer import SyncLog
 from synclog_testing.factories import RECORD_COLUMNS, make_records, make_run, record_rows
+from synclog_testing.loader_stops import KILL_POINTS, StopPoint, stopped_at
 
 SYNCS = (11, 12, 13)
 """Three syncs whose runs share a run number (5678): the loader keeps them apart by sync."""
@@ -314,17 +314,20 @@ class _Stopped(Exception):
 
 HIGHTOUCH = ("sync_changelog", "sync_snapshot", "sync_runs")
 STARTED = datetime(2026, 11, 1, 6, tzinfo=UTC)
-STOPS: dict[str, tuple[type, str, Callable[..., bool]]] = {
-    "once the run store forgot the run": (RunStore, "drop", lambda _run: True),
-    "once the run's end left the queue": (LoadQueue, "remove", lambda item: item.is_end),
+STOPS: dict[str, StopPoint] = {
+    "once the run store forgot the run": KILL_POINTS[
+        "a run is loaded, its end out of the queue, the run store forgot it"
+    ],
+    "once the run's end left the queue": KILL_POINTS[
+        "a run is loaded and its end out of the queue, the run store still holds it"
+    ],
 }
-"""Where a loader is stopped: once the method returns for the first time with arguments the
-predicate takes."""
+"""Where a loader is stopped: either side of the step where a run's end leaves the queue."""
 
 
-def _loaded_by_loaders(folder: Path, spark: SparkSession, stop: Callable[[], Any] | None) -> Any:
-    """A run's three batches and its end queued for the loader; a loader loads them (`stop`, when
-    given, puts a stop in it and takes it away), then a new loader; the run is then written again
+def _loaded_by_loaders(folder: Path, spark: SparkSession, stop: StopPoint | None) -> Any:
+    """A run's three batches and its end queued for the loader; a loader loads them (stopped at
+    `stop`, when given), then a new loader; the run is then written again
     (its first batch only: an engine's replay of the run) and ended again, and loaded. The
     hightouch tables after the first end and after the second, and what is left in the queue and
     the run store."""
@@ -337,14 +340,12 @@ def _loaded_by_loaders(folder: Path, spark: SparkSession, stop: Callable[[], Any
         queue.put(run, as_arrow([r for r in rows if r["batch_number"] == number]), LOADER)
     queue.put_end(replace(run, status=RunStatus.SUCCEEDED), LOADER)
     if stop is not None:
-        undo = stop()
         log = SyncLog.configured(url, config, spark)
         first = Loader(log, say=lambda _: None)
         first.lease.acquire()
         log.begin(writes=True)
-        with pytest.raises(_Stopped):
+        with pytest.raises(_Stopped), stopped_at(stop, _Stopped()):
             first.drain()
-        undo()
         first.lease.release()
         log.close()
     log = SyncLog.configured(url, config, spark)
@@ -387,21 +388,7 @@ def test_a_loader_stopped_as_it_ends_a_run_leaves_the_log_as_if_it_was_not(
     batches to the run written again. The whole log holds the run's 30 records after its first
     end, one changelog row each, and the run as written again after the second: a run finished
     again replaces its changelog rows, here with one per record of its one batch (10)."""
-    owner, name, when = STOPS[stop]
-
-    def put() -> Callable[[], None]:
-        original = getattr(owner, name)
-
-        def stopped(self: Any, *args: Any) -> Any:
-            done = original(self, *args)
-            if when(*args):
-                raise _Stopped
-            return done
-
-        monkeypatch.setattr(owner, name, stopped)
-        return monkeypatch.undo
-
-    stopped = _loaded_by_loaders(tmp_path, spark, put)
+    stopped = _loaded_by_loaders(tmp_path, spark, STOPS[stop])
     first, again, left, kept = loaded_whole
     assert [len(tables["sync_changelog"]) for tables in (first, again)] == [30, 10]
     assert [len(tables["sync_runs"]) for tables in (first, again)] == [1, 1]

@@ -65,10 +65,10 @@ from synclog.storage import runstore
 from synclog.storage.location import Location
 from synclog.storage.queue import LOADER, LoadQueue, Queued, target_key
 from synclog.storage.refused import Refusals
-from synclog.storage.runstore import RunStore
 from synclog.targets.base import Target, TargetSettings
 from synclog.targets.connector import Connector
 from synclog.writer import SyncLog
+from synclog_testing.loader_stops import KILL_POINTS, stopped_at
 from synclog_testing.model_records import (
     ASCII,
     FORMS,
@@ -391,21 +391,11 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
             """The loader dies at `point` of its first tick (nothing of that tick is told or
             undone); a new loader, with a log of its own, loads the queue from where it is."""
             reached("a loader was killed in a tick and started again")
-            owner, name, when = KILL_POINTS[point]
-            original = getattr(owner, name)
-
-            def killed(*args: Any, **kwargs: Any) -> Any:
-                original(*args, **kwargs)
-                if when(*args[1:]):
-                    raise _LoaderKilled(point)
-
-            setattr(owner, name, killed)
             try:
-                self._tick()
+                with stopped_at(KILL_POINTS[point], _LoaderKilled(point)):
+                    self._tick()
             except _LoaderKilled:
                 pass
-            finally:
-                setattr(owner, name, original)
             self.log.close()
             self.log = SyncLog(
                 Connector(harness.target.url, self.caps, self._open), self.config, harness.spark
@@ -655,32 +645,6 @@ def machine_for(harness: Harness) -> type[RuleBasedStateMachine]:
 
 class _LoaderKilled(BaseException):
     """The loader's process ends here (a SIGKILL): nothing after it runs, no handler takes it."""
-
-
-def _always(*_: Any) -> bool:
-    return True
-
-
-def _an_end(item: Queued) -> bool:
-    return item.is_end
-
-
-KILL_POINTS: dict[str, tuple[type, str, Callable[..., bool]]] = {
-    "the run store has a write's batches, no table has them": (RunStore, "commit_write", _always),
-    "a write is loaded and out of the queue, the tick's other items still in it": (
-        LoadQueue,
-        "remove",
-        _always,
-    ),
-    "a run is loaded and its end out of the queue, the run store still holds it": (
-        LoadQueue,
-        "remove",
-        _an_end,
-    ),
-    "a run is loaded, its end out of the queue, the run store forgot it": (RunStore, "drop", _always),
-}
-"""Where a loader may die in a tick: once the named method of the class returns for the first
-time with arguments the predicate takes."""
 
 
 def _ended(run: Run, status: RunStatus) -> Run:
