@@ -101,7 +101,7 @@ def proxy_log(stand_in: RedshiftStandIn, word: str) -> list[str]:
 
 
 class TestRedshift(TargetConformance):
-    model_examples = 4  # model sequences in make test: about 4 s each on this stand-in (make soak runs more)
+    model_examples = 4  # model sequences in make test: about 5 s each on this stand-in (make soak runs more)
 
     settings = TargetSettings(options={"iam_role": IAM_ROLE})
 

@@ -95,7 +95,7 @@ STATS_ENV = "SYNCLOG_MODEL_STATS"
 the situations they reached, the seed, and whether they failed (`make soak`)."""
 settings.register_profile(
     "ci",
-    max_examples=12,
+    max_examples=8,
     stateful_step_count=8,
     deadline=None,
     derandomize=True,
@@ -105,11 +105,11 @@ settings.register_profile(
 settings.register_profile(
     "mutants",
     settings.get_profile("ci"),
-    max_examples=24,
+    max_examples=22,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
-"""Twice CI's sequences, without shrinking (`make mutants`): a failure is the verdict, not a report
-to read."""
+"""More sequences than CI's, without shrinking (`make mutants`): a failure is the verdict, not a
+report to read."""
 settings.register_profile(
     "soak",
     max_examples=200,
@@ -690,22 +690,21 @@ def profile() -> settings:
 
 def run_sequences(harness: Harness, examples: int | None = None) -> None:
     """Run the target's sequences: `$SYNCLOG_MODEL_SEQUENCES`, else `examples`, else the
-    profile's number; a derandomized profile's two thirds a fixed set, a third drawn fresh from a
+    profile's number, besides the simplest sequence (which Hypothesis runs first); a derandomized
+    profile's two thirds a fixed set, a third (at least one) drawn fresh from a
     seed (`$SYNCLOG_MODEL_SEED`, else a new one), which is printed and, on a failure, noted on it.
     With `$SYNCLOG_MODEL_STATS` set, append what ran, and whether it failed."""
     chosen = profile()
     wanted = os.environ.get(EXAMPLES_ENV)
-    count = int(wanted) if wanted else examples
-    if count is not None:
-        chosen = settings(chosen, max_examples=count)
+    count = int(wanted) if wanted else (chosen.max_examples if examples is None else examples)
     drawn = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(2**32))
-    runs: list[tuple[settings, int | None]] = [(chosen, drawn)]
+    shares: list[tuple[settings, int, int | None]] = [(chosen, count, drawn)]
     if chosen.derandomize:
-        fresh = max(1, chosen.max_examples // 3)
-        runs = [
-            (settings(chosen, max_examples=chosen.max_examples - fresh), None),
-            (settings(chosen, derandomize=False, max_examples=fresh), drawn),
-        ]
+        fresh = max(1, count // 3)
+        shares = [(chosen, count - fresh, None), (settings(chosen, derandomize=False), fresh, drawn)]
+    # Hypothesis tries the simplest sequence (the first rule at every step, with its least values)
+    # before any other: one more example per run, so that `count` sequences are drawn.
+    runs = [(settings(each, max_examples=share + 1), fixed) for each, share, fixed in shares if share > 0]
     again = f"{SEED_ENV}={drawn} draws them again"
     print(f"model sequences on {harness.url.split(':', 1)[0]}: fresh ones from seed {drawn} ({again})")
     started = time.perf_counter()
